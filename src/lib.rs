@@ -1,0 +1,6 @@
+//! ssegate: zero-copy SSE decoding, a JSON completeness gate and a resumption guard for MCP
+//! Streamable HTTP clients.
+#![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
+pub mod sse;
