@@ -5,3 +5,8 @@
 
 pub mod replay;
 pub mod sse;
+
+#[cfg(feature = "transport")]
+pub mod proxy;
+#[cfg(feature = "transport")]
+pub mod server;
