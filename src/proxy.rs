@@ -46,6 +46,8 @@ use tracing::{Instrument, debug, debug_span, info_span, warn};
 
 /// Size of each connection's forwarding buffers.
 const BUF: usize = 64 << 10;
+/// How long a cut waits for the client to take the bytes before the reset (see [`drained`]).
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// Where to cut one connection's response (upstream→client) direction.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -375,11 +377,36 @@ async fn forward(
                 plan.last_cut = Some(CutEvent { connection: n, offset });
                 plan.hold_until = Some(Instant::now() + shared.accept_delay);
             }
+            if tokio::time::timeout(DRAIN_LIMIT, drained(&client)).await.is_err() {
+                warn!(offset, "the client did not take the bytes before the cut; resetting anyway");
+            }
             debug!(offset, "cut: resetting the client connection");
             reset(client);
             drop(upstream);
         }
     }
+}
+
+/// Waits until the kernel has transmitted and the peer acknowledged every byte written to `stream`.
+///
+/// A reset discards whatever is still in the send queue, so without this a client that reads slower
+/// than the proxy writes would receive fewer than the planned bytes. With `TCP_NOTSENT_LOWAT` 1 the
+/// socket polls writable only once nothing is left unsent (and half the send buffer is free, i.e.
+/// acknowledged). A fresh registration of a duplicate descriptor reports the current state (epoll
+/// reports readiness at `EPOLL_CTL_ADD`), which the original registration's cached readiness would not.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+async fn drained(stream: &TcpStream) -> io::Result<()> {
+    let sock = socket2::SockRef::from(stream);
+    sock.set_tcp_notsent_lowat(1)?;
+    let probe = TcpStream::from_std(std::net::TcpStream::from(sock.try_clone()?))?;
+    probe.writable().await
+}
+
+/// Elsewhere, a short pause is the best available (loopback drains within it when the client reads).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+async fn drained(_stream: &TcpStream) -> io::Result<()> {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    Ok(())
 }
 
 /// Closes `stream` with a TCP reset: `SO_LINGER` 0 makes `close` send RST (discarding anything unsent)
