@@ -74,7 +74,11 @@ pub struct ProxyConfig {
 impl Default for ProxyConfig {
     /// No cut by default, a 250 ms hold after each cut, seed 0.
     fn default() -> Self {
-        ProxyConfig { default_cut: Cut::None, accept_delay: Duration::from_millis(250), seed: 0 }
+        ProxyConfig {
+            default_cut: Cut::None,
+            accept_delay: Duration::from_millis(250),
+            seed: 0,
+        }
     }
 }
 
@@ -116,8 +120,15 @@ impl ProxyConfig {
         });
         let (stop, stopped) = watch::channel(false);
         let span = info_span!("proxy", %addr, %upstream);
-        let task = tokio::spawn(accept_loop(listener, upstream, Arc::clone(&shared), stopped).instrument(span));
-        Ok(RunningProxy { addr, shared, stop, task })
+        let task = tokio::spawn(
+            accept_loop(listener, upstream, Arc::clone(&shared), stopped).instrument(span),
+        );
+        Ok(RunningProxy {
+            addr,
+            shared,
+            stop,
+            task,
+        })
     }
 }
 
@@ -172,7 +183,10 @@ impl Plan {
 
     /// The cut offset for the next connection.
     fn take(&mut self) -> Option<u64> {
-        let cut = self.queue.pop_front().unwrap_or_else(|| self.default.clone());
+        let cut = self
+            .queue
+            .pop_front()
+            .unwrap_or_else(|| self.default.clone());
         match cut {
             Cut::None => None,
             Cut::At(n) => Some(n),
@@ -374,11 +388,20 @@ async fn forward(
             stats.cuts.fetch_add(1, Ordering::Relaxed);
             {
                 let mut plan = shared.plan();
-                plan.last_cut = Some(CutEvent { connection: n, offset });
+                plan.last_cut = Some(CutEvent {
+                    connection: n,
+                    offset,
+                });
                 plan.hold_until = Some(Instant::now() + shared.accept_delay);
             }
-            if tokio::time::timeout(DRAIN_LIMIT, drained(&client)).await.is_err() {
-                warn!(offset, "the client did not take the bytes before the cut; resetting anyway");
+            if tokio::time::timeout(DRAIN_LIMIT, drained(&client))
+                .await
+                .is_err()
+            {
+                warn!(
+                    offset,
+                    "the client did not take the bytes before the cut; resetting anyway"
+                );
             }
             debug!(offset, "cut: resetting the client connection");
             reset(client);

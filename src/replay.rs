@@ -198,7 +198,9 @@ impl fmt::Display for AppendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AppendError::Closed(s) => write!(f, "stream {s} is closed"),
-            AppendError::UnknownStream(s) => write!(f, "stream {s} is unknown to this replay buffer"),
+            AppendError::UnknownStream(s) => {
+                write!(f, "stream {s} is unknown to this replay buffer")
+            }
         }
     }
 }
@@ -393,20 +395,33 @@ impl ReplayBuffer {
         let order = self.next_order;
         self.next_order += 1;
         self.pinned_bytes += frame.len();
-        let stored = Stored { frame: frame.clone(), order, budgeted: false };
+        let stored = Stored {
+            frame: frame.clone(),
+            order,
+            budgeted: false,
+        };
         state.events.insert(seq, stored);
         // The event that just left the pinned window (with pin_last 0: the new event itself).
         if let Some(unpinned) = seq.checked_sub(self.config.pin_last as u64) {
             self.admit(stream.0, unpinned);
         }
-        Ok(Appended { id, seq, frame, oversized })
+        Ok(Appended {
+            id,
+            seq,
+            frame,
+            oversized,
+        })
     }
 
     /// Moves a pinned event into the budget, evicting oldest-first to make room. An event over the
     /// per-event cap is then dropped; one larger than the whole budget first evicts everything, as it
     /// would have overwritten every slot of a ring (the field servers' behaviour).
     fn admit(&mut self, stream: u64, seq: u64) {
-        let Some(len) = self.streams.get(&stream).and_then(|s| s.events.get(&seq)).map(|e| e.frame.len())
+        let Some(len) = self
+            .streams
+            .get(&stream)
+            .and_then(|s| s.events.get(&seq))
+            .map(|e| e.frame.len())
         else {
             return;
         };
@@ -432,7 +447,10 @@ impl ReplayBuffer {
 
     fn evict_oldest(&mut self) {
         if let Some((_, (stream, seq))) = self.ring.pop_first() {
-            let removed = self.streams.get_mut(&stream).and_then(|s| s.events.remove(&seq));
+            let removed = self
+                .streams
+                .get_mut(&stream)
+                .and_then(|s| s.events.remove(&seq));
             if let Some(stored) = removed {
                 self.used_bytes -= stored.frame.len();
             }
@@ -458,7 +476,11 @@ impl ReplayBuffer {
                 }
             }
         }
-        Ok(Replay { stream, frames, closed: state.closed })
+        Ok(Replay {
+            stream,
+            frames,
+            closed: state.closed,
+        })
     }
 
     /// The frame of the event `id` itself, if it is still held.
@@ -484,7 +506,11 @@ impl ReplayBuffer {
 
     #[cold]
     fn miss(&self, reason: MissReason, missing: Option<String>) -> Miss {
-        Miss { reason, missing, retry_after: self.config.retry_after }
+        Miss {
+            reason,
+            missing,
+            retry_after: self.config.retry_after,
+        }
     }
 
     /// Frame bytes counted against the budget.
@@ -523,17 +549,29 @@ impl ReplayBuffer {
 /// # Panics
 ///
 /// If `id` or `event` contains CR or LF, or `id` contains NUL (a decoder would split or ignore the field).
-pub fn encode_frame(id: Option<&str>, event: Option<&str>, data: &[u8], retry: Option<u64>) -> Bytes {
+pub fn encode_frame(
+    id: Option<&str>,
+    event: Option<&str>,
+    data: &[u8],
+    retry: Option<u64>,
+) -> Bytes {
     let bad = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n');
     if let Some(id) = id {
-        assert!(!bad(id) && !id.contains('\0'), "SSE id must not contain CR, LF or NUL: {id:?}");
+        assert!(
+            !bad(id) && !id.contains('\0'),
+            "SSE id must not contain CR, LF or NUL: {id:?}"
+        );
     }
     if let Some(event) = event {
-        assert!(!bad(event), "SSE event type must not contain CR or LF: {event:?}");
+        assert!(
+            !bad(event),
+            "SSE event type must not contain CR or LF: {event:?}"
+        );
     }
     let lines = 1 + memchr::memchr2_iter(b'\r', b'\n', data).count();
     let mut cap = 1 + data.len() + lines * "data: \n".len();
-    cap += id.map_or(0, |s| s.len() + 5) + event.map_or(0, |s| s.len() + 8) + retry.map_or(0, |_| 28);
+    cap +=
+        id.map_or(0, |s| s.len() + 5) + event.map_or(0, |s| s.len() + 8) + retry.map_or(0, |_| 28);
     let mut out = BytesMut::with_capacity(cap);
     if let Some(id) = id {
         put_field(&mut out, b"id", id.as_bytes());
@@ -579,19 +617,29 @@ mod tests {
 
     fn config(max_bytes: usize, max_events: usize) -> Config {
         let mut c = Config::default();
-        c.max_bytes(max_bytes).max_events(max_events).max_event_bytes(max_bytes);
+        c.max_bytes(max_bytes)
+            .max_events(max_events)
+            .max_event_bytes(max_bytes);
         c
     }
 
     /// Appends `n` events of `len` data bytes each, returns their appended records.
     fn fill(buf: &mut ReplayBuffer, s: StreamId, n: usize, len: usize) -> Vec<Appended> {
-        (0..n).map(|_| buf.append(s, None, &vec![b'x'; len]).unwrap()).collect()
+        (0..n)
+            .map(|_| buf.append(s, None, &vec![b'x'; len]).unwrap())
+            .collect()
     }
 
     #[test]
     fn encodes_fields_and_splits_lines() {
-        assert_eq!(&encode_frame(Some("1-0"), None, b"", Some(500))[..], b"id: 1-0\nretry: 500\ndata:\n\n");
-        assert_eq!(&encode_frame(None, Some("message"), b"{}", None)[..], b"event: message\ndata: {}\n\n");
+        assert_eq!(
+            &encode_frame(Some("1-0"), None, b"", Some(500))[..],
+            b"id: 1-0\nretry: 500\ndata:\n\n"
+        );
+        assert_eq!(
+            &encode_frame(None, Some("message"), b"{}", None)[..],
+            b"event: message\ndata: {}\n\n"
+        );
         assert_eq!(
             &encode_frame(None, None, b"a\nb\r\nc\rd\n", None)[..],
             b"data: a\ndata: b\ndata: c\ndata: d\ndata:\n\n"
@@ -599,8 +647,14 @@ mod tests {
         // A leading space in a line survives: the decoder strips exactly one.
         assert_eq!(&encode_frame(None, None, b" x", None)[..], b"data:  x\n\n");
         // CR at the very end, and a lone CRLF.
-        assert_eq!(&encode_frame(None, None, b"a\r", None)[..], b"data: a\ndata:\n\n");
-        assert_eq!(&encode_frame(None, None, b"\r\n", None)[..], b"data:\ndata:\n\n");
+        assert_eq!(
+            &encode_frame(None, None, b"a\r", None)[..],
+            b"data: a\ndata:\n\n"
+        );
+        assert_eq!(
+            &encode_frame(None, None, b"\r\n", None)[..],
+            b"data:\ndata:\n\n"
+        );
     }
 
     #[test]
@@ -632,7 +686,10 @@ mod tests {
         let replay = buf.replay_after(&prime.id).unwrap();
         assert_eq!(replay.stream, s);
         assert!(!replay.closed);
-        assert_eq!(replay.frames, sent.iter().map(|a| a.frame.clone()).collect::<Vec<_>>());
+        assert_eq!(
+            replay.frames,
+            sent.iter().map(|a| a.frame.clone()).collect::<Vec<_>>()
+        );
         // Zero copy: the replayed frame is the stored allocation itself.
         assert_eq!(replay.frames[0].as_ptr(), sent[0].frame.as_ptr());
         // After the last id: nothing, and the stream's state.
@@ -655,13 +712,19 @@ mod tests {
         assert_eq!(buf.frame(&a0.id), None);
         assert!(buf.frame(&b0.id).is_some());
         // Replaying after a0 still works: the events *after* it are held.
-        assert_eq!(buf.replay_after(&a0.id).unwrap().frames, vec![a1.frame.clone()]);
+        assert_eq!(
+            buf.replay_after(&a0.id).unwrap().frames,
+            vec![a1.frame.clone()]
+        );
         let _b2 = buf.append(b, None, b"b2").unwrap(); // evicts b0
         assert_eq!(buf.frame(&b0.id), None);
         assert_eq!(buf.replay_after(&b0.id).unwrap().frames.len(), 2);
         let _a2 = buf.append(a, None, b"a2").unwrap(); // evicts a1
         let miss = buf.replay_after(&a0.id).unwrap_err();
-        assert_eq!((miss.reason, miss.missing.as_deref()), (MissReason::Evicted, Some("1-1")));
+        assert_eq!(
+            (miss.reason, miss.missing.as_deref()),
+            (MissReason::Evicted, Some("1-1"))
+        );
         assert!(buf.replay_after(&b1.id).is_ok());
     }
 
@@ -680,15 +743,22 @@ mod tests {
         let exact = buf.append(s, None, &[b'z'; 100 - 16]).unwrap();
         assert_eq!(exact.frame.len(), 100);
         assert!(!exact.oversized);
-        assert_eq!((buf.used_bytes(), buf.budgeted_events(), buf.held_events()), (100, 1, 1));
+        assert_eq!(
+            (buf.used_bytes(), buf.budgeted_events(), buf.held_events()),
+            (100, 1, 1)
+        );
         buf.forget_stream(s);
-        assert_eq!((buf.used_bytes(), buf.pinned_bytes(), buf.held_events()), (0, 0, 0));
+        assert_eq!(
+            (buf.used_bytes(), buf.pinned_bytes(), buf.held_events()),
+            (0, 0, 0)
+        );
     }
 
     #[test]
     fn oversized_event_is_flagged_wraps_the_ring_and_misses_too_large() {
         let mut c = config(1000, 64);
-        c.max_event_bytes(200).retry_after(Duration::from_millis(250));
+        c.max_event_bytes(200)
+            .retry_after(Duration::from_millis(250));
         let mut buf = ReplayBuffer::new(c);
         let s = buf.open_stream();
         let prime = buf.append_with_retry(s, None, b"", Some(100)).unwrap();
@@ -698,7 +768,10 @@ mod tests {
         let mid = buf.append(s, None, &[b'm'; 300]).unwrap();
         assert!(mid.oversized);
         assert_eq!(buf.used_bytes(), held);
-        assert_eq!(buf.replay_after(&progress[2].id).unwrap_err().reason, MissReason::TooLarge);
+        assert_eq!(
+            buf.replay_after(&progress[2].id).unwrap_err().reason,
+            MissReason::TooLarge
+        );
         // Larger than the whole budget: it wraps the ring, evicting everything, then is dropped.
         let big = buf.append(s, None, &[b'r'; 1500]).unwrap();
         assert!(big.oversized);
@@ -708,7 +781,10 @@ mod tests {
         assert_eq!(miss.missing.as_deref(), Some(big.id.as_str()));
         assert_eq!(miss.retry_after, Duration::from_millis(250));
         // Further back, the first missing event is an evicted one.
-        assert_eq!(buf.replay_after(&prime.id).unwrap_err().reason, MissReason::Evicted);
+        assert_eq!(
+            buf.replay_after(&prime.id).unwrap_err().reason,
+            MissReason::Evicted
+        );
         // Events appended after it are fine and replayable from it.
         let after = buf.append(s, None, b"{}").unwrap();
         assert_eq!(buf.replay_after(&big.id).unwrap().frames, vec![after.frame]);
@@ -720,13 +796,23 @@ mod tests {
         let s = buf.open_stream();
         let _ = buf.append(s, None, b"{}").unwrap();
         for id in ["", "garbage", "1-1", "1-99", "2-0", "0-0"] {
-            assert_eq!(buf.replay_after(id).unwrap_err().reason, MissReason::Unknown, "{id:?}");
+            assert_eq!(
+                buf.replay_after(id).unwrap_err().reason,
+                MissReason::Unknown,
+                "{id:?}"
+            );
         }
         buf.close_stream(s);
         assert_eq!(buf.append(s, None, b"{}"), Err(AppendError::Closed(s)));
         buf.forget_stream(s);
-        assert_eq!(buf.replay_after("1-0").unwrap_err().reason, MissReason::Evicted);
-        assert_eq!(buf.append(s, None, b"{}"), Err(AppendError::UnknownStream(s)));
+        assert_eq!(
+            buf.replay_after("1-0").unwrap_err().reason,
+            MissReason::Evicted
+        );
+        assert_eq!(
+            buf.append(s, None, b"{}"),
+            Err(AppendError::UnknownStream(s))
+        );
     }
 
     #[test]
@@ -741,13 +827,19 @@ mod tests {
         buf.close_stream(s);
         // Pinned outside the budget: the interrupted event is re-sent whole, under its id.
         assert_eq!(buf.pinned_bytes(), big.frame.len());
-        assert_eq!(buf.replay_after(&progress[2].id).unwrap().frames, vec![big.frame.clone()]);
+        assert_eq!(
+            buf.replay_after(&progress[2].id).unwrap().frames,
+            vec![big.frame.clone()]
+        );
         // Another stream does not unpin it (pins are per stream); forgetting the stream does.
         let t = buf.open_stream();
         let _ = fill(&mut buf, t, 5, 50);
         assert!(buf.replay_after(&progress[2].id).is_ok());
         buf.forget_stream(s);
-        assert_eq!(buf.replay_after(&progress[2].id).unwrap_err().reason, MissReason::Evicted);
+        assert_eq!(
+            buf.replay_after(&progress[2].id).unwrap_err().reason,
+            MissReason::Evicted
+        );
         assert_eq!(buf.pinned_bytes(), buf.frame("2-4").unwrap().len());
     }
 
@@ -762,7 +854,10 @@ mod tests {
         let last = buf.append(s, None, b"{}").unwrap();
         assert_eq!(buf.pinned_bytes(), last.frame.len());
         let miss = buf.replay_after(&first.id).unwrap_err();
-        assert_eq!((miss.reason, miss.missing), (MissReason::TooLarge, Some(big.id.clone())));
+        assert_eq!(
+            (miss.reason, miss.missing),
+            (MissReason::TooLarge, Some(big.id.clone()))
+        );
         assert_eq!(buf.replay_after(&big.id).unwrap().frames, vec![last.frame]);
     }
 
@@ -779,7 +874,10 @@ mod tests {
         assert!(buf.replay_after("1-0").is_ok());
         buf.close_stream(a);
         let _d = buf.open_stream();
-        assert_eq!(buf.replay_after("1-0").unwrap_err().reason, MissReason::Evicted);
+        assert_eq!(
+            buf.replay_after("1-0").unwrap_err().reason,
+            MissReason::Evicted
+        );
         assert!(buf.replay_after("2-0").is_ok());
         assert!(!buf.is_closed(c));
     }
@@ -791,6 +889,9 @@ mod tests {
         let a = buf.append(s, None, b"{}").unwrap();
         let _b = buf.append(s, None, b"{}").unwrap();
         assert_eq!(buf.held_events(), 0);
-        assert_eq!(buf.replay_after(&a.id).unwrap_err().reason, MissReason::TooLarge);
+        assert_eq!(
+            buf.replay_after(&a.id).unwrap_err().reason,
+            MissReason::TooLarge
+        );
     }
 }

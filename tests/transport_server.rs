@@ -14,7 +14,9 @@ use tokio::net::TcpStream;
 
 use ssegate::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate::replay;
-use ssegate::server::{RunningServer, ServerConfig, ServerMode, expected_progress_result, expected_result};
+use ssegate::server::{
+    RunningServer, ServerConfig, ServerMode, expected_progress_result, expected_result,
+};
 
 const RESULT: usize = 64 << 10;
 const SEED: u64 = 42;
@@ -30,9 +32,17 @@ struct Reply {
 }
 
 /// One request on a fresh connection (so a proxy applies one cut per request).
-async fn send(addr: SocketAddr, method: Method, session: Option<&str>, extra: &[(&str, &str)], body: Option<Value>) -> Reply {
+async fn send(
+    addr: SocketAddr,
+    method: Method,
+    session: Option<&str>,
+    extra: &[(&str, &str)],
+    body: Option<Value>,
+) -> Reply {
     let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -47,11 +57,16 @@ async fn send(addr: SocketAddr, method: Method, session: Option<&str>, extra: &[
     for (k, v) in extra {
         req = req.header(*k, *v);
     }
-    let payload = body.map(|v| Bytes::from(serde_json::to_vec(&v).unwrap())).unwrap_or_default();
+    let payload = body
+        .map(|v| Bytes::from(serde_json::to_vec(&v).unwrap()))
+        .unwrap_or_default();
     if !payload.is_empty() {
         req = req.header("content-type", "application/json");
     }
-    let res = sender.send_request(req.body(Full::new(payload)).unwrap()).await.unwrap();
+    let res = sender
+        .send_request(req.body(Full::new(payload)).unwrap())
+        .await
+        .unwrap();
     let (parts, mut incoming) = res.into_parts();
     let mut body = BytesMut::new();
     let mut broken = false;
@@ -69,7 +84,12 @@ async fn send(addr: SocketAddr, method: Method, session: Option<&str>, extra: &[
             }
         }
     }
-    Reply { status: parts.status, headers: parts.headers, body: body.freeze(), broken }
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body: body.freeze(),
+        broken,
+    }
 }
 
 async fn post(addr: SocketAddr, session: Option<&str>, msg: Value) -> Reply {
@@ -82,7 +102,12 @@ async fn initialize(addr: SocketAddr) -> String {
     let v: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
     let session = r.headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let n = post(addr, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let n = post(
+        addr,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
     assert_eq!(n.status, StatusCode::ACCEPTED);
     assert!(n.body.is_empty());
     session
@@ -107,7 +132,12 @@ fn events(body: &[u8]) -> Vec<Ev> {
     let mut rest = body;
     while let Some(end) = rest.windows(2).position(|w| w == b"\n\n") {
         let block = &rest[..end];
-        let mut ev = Ev { id: None, retry: None, data: Vec::new(), raw: rest[..end + 2].to_vec() };
+        let mut ev = Ev {
+            id: None,
+            retry: None,
+            data: Vec::new(),
+            raw: rest[..end + 2].to_vec(),
+        };
         for line in block.split(|&b| b == b'\n') {
             let line = std::str::from_utf8(line).unwrap();
             let (name, value) = line.split_once(':').unwrap_or((line, ""));
@@ -129,14 +159,25 @@ fn server_config(mode: ServerMode) -> ServerConfig {
     let mut replay = replay::Config::default();
     // A budget smaller than the result, as in the field report: the result evicts the progress events
     // and is itself never kept (unless the mode pins it).
-    replay.max_bytes(32 << 10).max_event_bytes(32 << 10).retry_after(Duration::from_millis(1500));
+    replay
+        .max_bytes(32 << 10)
+        .max_event_bytes(32 << 10)
+        .retry_after(Duration::from_millis(1500));
     let mut c = ServerConfig::default();
-    c.mode(mode).result_size(RESULT).seed(SEED).retry_ms(10).progress_count(3).replay(replay);
+    c.mode(mode)
+        .result_size(RESULT)
+        .seed(SEED)
+        .retry_ms(10)
+        .progress_count(3)
+        .replay(replay);
     c
 }
 
 async fn start(mode: ServerMode) -> (RunningServer, RunningProxy) {
-    let server = server_config(mode).start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let server = server_config(mode)
+        .start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let mut pc = ProxyConfig::default();
     pc.accept_delay(Duration::ZERO).seed(7);
     let proxy = pc.start(server.addr()).await.unwrap();
@@ -153,20 +194,50 @@ async fn session_lifecycle_and_http_errors() {
         let (server, _proxy) = start(ServerMode::Strict).await;
         let addr = server.addr();
         let session = initialize(addr).await;
-        let list = post(addr, Some(&session), json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+        let list = post(
+            addr,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
         assert_eq!(list.headers["content-type"], "application/json");
         let v: Value = serde_json::from_slice(&list.body).unwrap();
         assert_eq!(v["result"]["tools"][0]["name"], "big_result");
-        let unknown = post(addr, Some(&session), json!({"jsonrpc": "2.0", "id": 2, "method": "nope"})).await;
-        assert_eq!(serde_json::from_slice::<Value>(&unknown.body).unwrap()["error"]["code"], -32601);
+        let unknown = post(
+            addr,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "nope"}),
+        )
+        .await;
+        assert_eq!(
+            serde_json::from_slice::<Value>(&unknown.body).unwrap()["error"]["code"],
+            -32601
+        );
 
-        let missing = post(addr, None, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})).await;
+        let missing = post(
+            addr,
+            None,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        )
+        .await;
         assert_eq!(missing.status, StatusCode::BAD_REQUEST);
-        let stranger = post(addr, Some("feedface"), json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})).await;
+        let stranger = post(
+            addr,
+            Some("feedface"),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+        )
+        .await;
         assert_eq!(stranger.status, StatusCode::NOT_FOUND);
         let no_cursor = send(addr, Method::GET, Some(&session), &[], None).await;
         assert_eq!(no_cursor.status, StatusCode::METHOD_NOT_ALLOWED);
-        let resume_unknown = send(addr, Method::GET, Some("feedface"), &[("last-event-id", "1-0")], None).await;
+        let resume_unknown = send(
+            addr,
+            Method::GET,
+            Some("feedface"),
+            &[("last-event-id", "1-0")],
+            None,
+        )
+        .await;
         assert_eq!(resume_unknown.status, StatusCode::NOT_FOUND);
         let resume_missing = send(addr, Method::GET, None, &[("last-event-id", "1-0")], None).await;
         assert_eq!(resume_missing.status, StatusCode::BAD_REQUEST);
@@ -175,7 +246,12 @@ async fn session_lifecycle_and_http_errors() {
         let del = send(addr, Method::DELETE, Some(&session), &[], None).await;
         assert_eq!(del.status, StatusCode::NO_CONTENT);
         assert_eq!(server.session_count(), 0);
-        let after = post(addr, Some(&session), json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})).await;
+        let after = post(
+            addr,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+        )
+        .await;
         assert_eq!(after.status, StatusCode::NOT_FOUND);
         let stats = server.stats();
         assert_eq!((stats.sessions_opened, stats.sessions_deleted), (1, 1));
@@ -212,12 +288,20 @@ async fn tools_call_streams_priming_progress_and_the_exact_result() {
         // The whole body is exactly the frames, nothing else.
         assert_eq!(evs.iter().map(|e| e.raw.len()).sum::<usize>(), r.body.len());
 
-        let p = post(addr, Some(&session), call(8, "progress", json!({"count": 5}))).await;
+        let p = post(
+            addr,
+            Some(&session),
+            call(8, "progress", json!({"count": 5})),
+        )
+        .await;
         let evs = events(&p.body);
         assert_eq!(evs.len(), 7);
         assert_eq!(evs[6].data, expected_progress_result(&json!(8), 5));
         let token: Value = serde_json::from_slice(&evs[1].data).unwrap();
-        assert_eq!(token["params"]["progressToken"], 8, "no token given: the request id");
+        assert_eq!(
+            token["params"]["progressToken"], 8,
+            "no token given: the request id"
+        );
 
         let stats = proxy.stats();
         assert_eq!(stats.cuts, 0);
@@ -283,22 +367,41 @@ async fn proxy_cut_forwards_exact_bytes_then_resets() {
 #[tokio::test]
 async fn proxy_random_cuts_are_seeded_and_delay_the_next_connection() {
     tokio::time::timeout(LIMIT, async {
-        let server = server_config(ServerMode::Strict).start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let server = server_config(ServerMode::Strict)
+            .start("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
         let session = initialize(server.addr()).await;
         let mut offsets = Vec::new();
         for _ in 0..2 {
             let mut pc = ProxyConfig::default();
-            pc.accept_delay(Duration::from_millis(300)).seed(99).default_cut(Cut::Random(1_000..=60_000));
+            pc.accept_delay(Duration::from_millis(300))
+                .seed(99)
+                .default_cut(Cut::Random(1_000..=60_000));
             let proxy = pc.start(server.addr()).await.unwrap();
-            let r = post(proxy.addr(), Some(&session), call(1, "big_result", json!({}))).await;
+            let r = post(
+                proxy.addr(),
+                Some(&session),
+                call(1, "big_result", json!({})),
+            )
+            .await;
             assert!(r.broken);
             let first = proxy.last_cut().unwrap().offset;
             assert!((1_000..=60_000).contains(&first));
             proxy.set_default_cut(Cut::None);
             let t = Instant::now();
-            let r = post(proxy.addr(), Some(&session), call(2, "big_result", json!({}))).await;
+            let r = post(
+                proxy.addr(),
+                Some(&session),
+                call(2, "big_result", json!({})),
+            )
+            .await;
             assert!(!r.broken);
-            assert!(t.elapsed() >= Duration::from_millis(250), "held {:?}", t.elapsed());
+            assert!(
+                t.elapsed() >= Duration::from_millis(250),
+                "held {:?}",
+                t.elapsed()
+            );
             offsets.push(first);
             proxy.shutdown().await;
         }
@@ -311,9 +414,19 @@ async fn proxy_random_cuts_are_seeded_and_delay_the_next_connection() {
 
 /// Calls `big_result` through the proxy with a cut inside the result event; returns the events that
 /// arrived whole (priming and progress) — the last one's id is the client's cursor.
-async fn cut_inside_result(server: &RunningServer, proxy: &RunningProxy, session: &str, id: u64) -> Vec<Ev> {
+async fn cut_inside_result(
+    server: &RunningServer,
+    proxy: &RunningProxy,
+    session: &str,
+    id: u64,
+) -> Vec<Ev> {
     proxy.set_next_cut(Cut::At(40_000));
-    let r = post(proxy.addr(), Some(session), call(id, "big_result", json!({}))).await;
+    let r = post(
+        proxy.addr(),
+        Some(session),
+        call(id, "big_result", json!({})),
+    )
+    .await;
     assert!(r.broken, "{:?}", server.mode());
     let evs = events(&r.body);
     assert_eq!(evs.len(), 4, "priming and 3 progress arrived whole");
@@ -333,7 +446,14 @@ async fn resume_after_a_cut_follows_the_server_mode() {
             let got = cut_inside_result(&server, &proxy, &session, 11).await;
             let cursor = got.last().unwrap().id.clone().unwrap();
             assert_eq!(cursor, "1-3");
-            let r = send(proxy.addr(), Method::GET, Some(&session), &resume_headers(&cursor), None).await;
+            let r = send(
+                proxy.addr(),
+                Method::GET,
+                Some(&session),
+                &resume_headers(&cursor),
+                None,
+            )
+            .await;
             let expected = expected_result(&json!(11), RESULT, SEED);
             let stats = server.stats();
             match mode {
@@ -351,7 +471,11 @@ async fn resume_after_a_cut_follows_the_server_mode() {
                     assert!(is_sse(&r));
                     let evs = events(&r.body);
                     let ids: Vec<_> = evs.iter().map(|e| e.id.clone().unwrap()).collect();
-                    assert_eq!(ids, ["2-0", "2-1", "2-2", "2-3", "2-4"], "a new stream, new ids");
+                    assert_eq!(
+                        ids,
+                        ["2-0", "2-1", "2-2", "2-3", "2-4"],
+                        "a new stream, new ids"
+                    );
                     assert_eq!(evs[4].data, expected, "the whole result again");
                     assert_eq!(stats.restarts, 1);
                 }
@@ -359,7 +483,11 @@ async fn resume_after_a_cut_follows_the_server_mode() {
                     assert_eq!(r.status, StatusCode::OK);
                     let evs = events(&r.body);
                     assert_eq!(evs.len(), 1);
-                    assert_eq!(evs[0].id.as_deref(), Some("1-4"), "the interrupted event, same id");
+                    assert_eq!(
+                        evs[0].id.as_deref(),
+                        Some("1-4"),
+                        "the interrupted event, same id"
+                    );
                     assert_eq!(evs[0].data, expected, "whole");
                     assert_eq!(evs[0].raw.len(), r.body.len());
                     assert_eq!(stats.replays, 1);
@@ -375,14 +503,28 @@ async fn resume_after_a_cut_follows_the_server_mode() {
                     let evs = events(&r.body);
                     assert_eq!(evs.len(), 2);
                     assert_eq!(evs[0], got[3], "the Last-Event-ID event itself, again");
-                    assert_eq!((evs[1].id.as_deref(), &evs[1].data), (Some("1-4"), &expected.to_vec()));
+                    assert_eq!(
+                        (evs[1].id.as_deref(), &evs[1].data),
+                        (Some("1-4"), &expected.to_vec())
+                    );
                     assert_eq!(stats.replays, 1);
                 }
             }
             assert_eq!(stats.resumes, 1, "{mode}");
             // A cursor the server never issued is a miss in every mode but Empty.
-            let bogus = send(server.addr(), Method::GET, Some(&session), &resume_headers("9-9"), None).await;
-            let want = if mode == ServerMode::Empty { StatusCode::OK } else { StatusCode::CONFLICT };
+            let bogus = send(
+                server.addr(),
+                Method::GET,
+                Some(&session),
+                &resume_headers("9-9"),
+                None,
+            )
+            .await;
+            let want = if mode == ServerMode::Empty {
+                StatusCode::OK
+            } else {
+                StatusCode::CONFLICT
+            };
             assert_eq!(bogus.status, want, "{mode}");
             proxy.shutdown().await;
             server.shutdown().await;
@@ -398,22 +540,50 @@ async fn strict_replays_the_exact_tail_when_it_holds_it() {
     tokio::time::timeout(LIMIT, async {
         let (server, proxy) = start(ServerMode::Strict).await;
         let session = initialize(server.addr()).await;
-        let whole = post(server.addr(), Some(&session), call(1, "progress", json!({"count": 20}))).await;
+        let whole = post(
+            server.addr(),
+            Some(&session),
+            call(1, "progress", json!({"count": 20})),
+        )
+        .await;
         let all = events(&whole.body);
         assert_eq!(all.len(), 22);
         proxy.set_next_cut(Cut::At(1_500));
-        let cut = post(proxy.addr(), Some(&session), call(2, "progress", json!({"count": 20}))).await;
+        let cut = post(
+            proxy.addr(),
+            Some(&session),
+            call(2, "progress", json!({"count": 20})),
+        )
+        .await;
         assert!(cut.broken);
         let got = events(&cut.body);
         assert!(!got.is_empty() && got.len() < 22);
         let cursor = got.last().unwrap().id.clone().unwrap();
-        let r = send(proxy.addr(), Method::GET, Some(&session), &resume_headers(&cursor), None).await;
+        let r = send(
+            proxy.addr(),
+            Method::GET,
+            Some(&session),
+            &resume_headers(&cursor),
+            None,
+        )
+        .await;
         assert_eq!(r.status, StatusCode::OK);
         let rest = events(&r.body);
         assert_eq!(got.len() + rest.len(), 22);
-        let seqs: Vec<u64> = got.iter().chain(&rest).map(|e| e.id.as_ref().unwrap()[2..].parse().unwrap()).collect();
-        assert_eq!(seqs, (0..22).collect::<Vec<_>>(), "in order, no gap, no duplicate");
-        assert_eq!(rest.last().unwrap().data, expected_progress_result(&json!(2), 20));
+        let seqs: Vec<u64> = got
+            .iter()
+            .chain(&rest)
+            .map(|e| e.id.as_ref().unwrap()[2..].parse().unwrap())
+            .collect();
+        assert_eq!(
+            seqs,
+            (0..22).collect::<Vec<_>>(),
+            "in order, no gap, no duplicate"
+        );
+        assert_eq!(
+            rest.last().unwrap().data,
+            expected_progress_result(&json!(2), 20)
+        );
         proxy.shutdown().await;
         server.shutdown().await;
     })
@@ -428,7 +598,12 @@ async fn tools_list_can_be_an_sse_stream() {
         config.tools_list_sse(true);
         let server = config.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let session = initialize(server.addr()).await;
-        let r = post(server.addr(), Some(&session), json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+        let r = post(
+            server.addr(),
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
         assert!(is_sse(&r));
         let evs = events(&r.body);
         assert_eq!(evs.len(), 1);

@@ -66,11 +66,11 @@ use tokio::task::JoinSet;
 use tracing::{Instrument, debug, debug_span, field, info_span, warn};
 
 use crate::replay::{self, Miss, MissReason, ReplayBuffer, StreamId};
-pub use tools::{
-    DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_progress_result, expected_result, progress_notification,
-    prose,
-};
 use tools::{Call, Tool};
+pub use tools::{
+    DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_progress_result, expected_result,
+    progress_notification, prose,
+};
 
 /// The endpoint path.
 pub const MCP_PATH: &str = "/mcp";
@@ -154,7 +154,11 @@ pub struct UnknownMode(pub String);
 
 impl fmt::Display for UnknownMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown server mode {:?} (expected strict, restart, boundary, empty or resend)", self.0)
+        write!(
+            f,
+            "unknown server mode {:?} (expected strict, restart, boundary, empty or resend)",
+            self.0
+        )
     }
 }
 
@@ -281,8 +285,14 @@ impl ServerConfig {
         });
         let (stop, stopped) = watch::channel(false);
         let span = info_span!("mcp_server", %addr, mode = %self.mode);
-        let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped).instrument(span));
-        Ok(RunningServer { addr, shared, stop, task })
+        let task =
+            tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped).instrument(span));
+        Ok(RunningServer {
+            addr,
+            shared,
+            stop,
+            task,
+        })
     }
 }
 
@@ -416,7 +426,11 @@ impl Shared {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: watch::Receiver<bool>,
+) {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -438,21 +452,28 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
         }
     }
     drop(listener);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while conns.join_next().await.is_some() {} });
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while conns.join_next().await.is_some() {}
+    });
     if drained.await.is_err() {
         conns.abort_all();
     }
     debug!("server stopped");
 }
 
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+async fn serve_connection(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    mut stopped: watch::Receiver<bool>,
+) {
     let _ = stream.set_nodelay(true);
     let service = service_fn(move |req| {
         let shared = Arc::clone(&shared);
         let span = debug_span!("mcp_request", method = %req.method(), rpc = field::Empty, session = field::Empty);
         async move { Ok::<_, Infallible>(handle(&shared, req).await) }.instrument(span)
     });
-    let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let conn =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     let result = tokio::select! {
         r = conn.as_mut() => r,
@@ -472,12 +493,17 @@ type Body = BoxBody<Bytes, Infallible>;
 fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Full::new(body.into()).boxed());
     *r.status_mut() = status;
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
 fn json(status: StatusCode, v: &Value) -> Response<Body> {
-    full(status, "application/json", serde_json::to_vec(v).expect("a JSON value serializes"))
+    full(
+        status,
+        "application/json",
+        serde_json::to_vec(v).expect("a JSON value serializes"),
+    )
 }
 
 fn empty(status: StatusCode) -> Response<Body> {
@@ -486,7 +512,13 @@ fn empty(status: StatusCode) -> Response<Body> {
     r
 }
 
-fn rpc_error(status: StatusCode, id: &Value, code: i64, message: &str, data: Option<Value>) -> Response<Body> {
+fn rpc_error(
+    status: StatusCode,
+    id: &Value,
+    code: i64,
+    message: &str,
+    data: Option<Value>,
+) -> Response<Body> {
     let mut error = json!({"code": code, "message": message});
     if let Some(data) = data {
         error["data"] = data;
@@ -497,11 +529,16 @@ fn rpc_error(status: StatusCode, id: &Value, code: i64, message: &str, data: Opt
 /// `200 text/event-stream` whose body is exactly `frames`, one body frame each (no copy).
 fn sse(frames: Vec<Bytes>) -> Response<Body> {
     let body = StreamBody::new(futures_util::stream::iter(
-        frames.into_iter().map(|f| Ok::<_, Infallible>(Frame::data(f))),
+        frames
+            .into_iter()
+            .map(|f| Ok::<_, Infallible>(Frame::data(f))),
     ));
     let mut r = Response::new(body.boxed());
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
@@ -513,10 +550,17 @@ fn conflict(miss: &Miss, last_event_id: &str) -> Response<Body> {
         "missing": miss.missing,
         "retryAfterMs": miss.retry_after.as_millis() as u64,
     });
-    let mut r = rpc_error(StatusCode::CONFLICT, &Value::Null, -32000, &miss.to_string(), Some(data));
+    let mut r = rpc_error(
+        StatusCode::CONFLICT,
+        &Value::Null,
+        -32000,
+        &miss.to_string(),
+        Some(data),
+    );
     // Retry-After is whole seconds; round up so a client never retries early.
     let secs = miss.retry_after.as_millis().div_ceil(1000);
-    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs as u64));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs as u64));
     r
 }
 
@@ -525,7 +569,10 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != MCP_PATH {
         return full(StatusCode::NOT_FOUND, "text/plain", "not found\n");
     }
-    let session = req.headers().get(SESSION_HEADER).map(|v| v.to_str().unwrap_or("").to_owned());
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("").to_owned());
     if let Some(s) = &session {
         tracing::Span::current().record("session", s.as_str());
     }
@@ -535,32 +582,84 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         Method::DELETE => delete(shared, session),
         _ => {
             let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
-            r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
             r
         }
     }
 }
 
-/// Checks the session header: `Err` is the `400`/`404` answer.
-fn check_session(shared: &Shared, session: Option<String>) -> Result<String, Response<Body>> {
-    let Some(session) = session else {
-        return Err(rpc_error(StatusCode::BAD_REQUEST, &Value::Null, -32600, "missing Mcp-Session-Id", None));
-    };
+/// Why a request's session header is not acceptable.
+#[derive(Clone, Copy, Debug)]
+enum NoSession {
+    Missing,
+    Unknown,
+}
+
+impl NoSession {
+    fn response(self) -> Response<Body> {
+        match self {
+            NoSession::Missing => rpc_error(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                -32600,
+                "missing Mcp-Session-Id",
+                None,
+            ),
+            NoSession::Unknown => rpc_error(
+                StatusCode::NOT_FOUND,
+                &Value::Null,
+                -32001,
+                "session not found",
+                None,
+            ),
+        }
+    }
+}
+
+/// Checks the session header: `400` when it is missing, `404` when the session is unknown.
+fn check_session(shared: &Shared, session: Option<String>) -> Result<String, NoSession> {
+    let session = session.ok_or(NoSession::Missing)?;
     if !shared.lock().contains_key(&session) {
-        return Err(rpc_error(StatusCode::NOT_FOUND, &Value::Null, -32001, "session not found", None));
+        return Err(NoSession::Unknown);
     }
     Ok(session)
 }
 
 async fn post(shared: &Shared, session: Option<String>, req: Request<Incoming>) -> Response<Body> {
-    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES).collect().await {
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
         Ok(b) => b.to_bytes(),
-        Err(_) => return full(StatusCode::BAD_REQUEST, "text/plain", "unreadable or too large body\n"),
+        Err(_) => {
+            return full(
+                StatusCode::BAD_REQUEST,
+                "text/plain",
+                "unreadable or too large body\n",
+            );
+        }
     };
     let msg: Value = match serde_json::from_slice(&body) {
         Ok(v @ Value::Object(_)) => v,
-        Ok(_) => return rpc_error(StatusCode::BAD_REQUEST, &Value::Null, -32600, "expected one JSON-RPC object", None),
-        Err(_) => return rpc_error(StatusCode::BAD_REQUEST, &Value::Null, -32700, "parse error", None),
+        Ok(_) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                -32600,
+                "expected one JSON-RPC object",
+                None,
+            );
+        }
+        Err(_) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                -32700,
+                "parse error",
+                None,
+            );
+        }
     };
     let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
     tracing::Span::current().record("rpc", method);
@@ -570,14 +669,17 @@ async fn post(shared: &Shared, session: Option<String>, req: Request<Incoming>) 
     }
     let session = match check_session(shared, session) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(e) => return e.response(),
     };
     // Notifications (no id) and responses (no method) are accepted and not answered.
     let Some(id) = id.filter(|_| !method.is_empty()) else {
         return empty(StatusCode::ACCEPTED);
     };
     match method {
-        "ping" => json(StatusCode::OK, &json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+        "ping" => json(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        ),
         "tools/list" => {
             let response = json!({"jsonrpc": "2.0", "id": id, "result": tools::tool_list()});
             if !shared.config.tools_list_sse {
@@ -586,10 +688,14 @@ async fn post(shared: &Shared, session: Option<String>, req: Request<Incoming>) 
             let data = serde_json::to_vec(&response).expect("a JSON value serializes");
             let mut sessions = shared.lock();
             let Some(s) = sessions.get_mut(&session) else {
-                return rpc_error(StatusCode::NOT_FOUND, &Value::Null, -32001, "session not found", None);
+                return NoSession::Unknown.response();
             };
             let stream = s.replay.open_stream();
-            let frame = s.replay.append(stream, None, &data).expect("a fresh stream is open").frame;
+            let frame = s
+                .replay
+                .append(stream, None, &data)
+                .expect("a fresh stream is open")
+                .frame;
             s.replay.close_stream(stream);
             bump(&shared.stats.streams);
             sse(vec![frame])
@@ -604,18 +710,29 @@ fn initialize(shared: &Shared, msg: &Value, id: Value) -> Response<Body> {
     let session = format!("{:016x}", tools::mix(shared.config.seed ^ n));
     shared.lock().insert(
         session.clone(),
-        Session { replay: ReplayBuffer::new(shared.replay.clone()), calls: HashMap::new() },
+        Session {
+            replay: ReplayBuffer::new(shared.replay.clone()),
+            calls: HashMap::new(),
+        },
     );
     bump(&shared.stats.sessions_opened);
     tracing::Span::current().record("session", session.as_str());
-    let version = msg["params"]["protocolVersion"].as_str().unwrap_or(PROTOCOL_VERSION);
+    let version = msg["params"]["protocolVersion"]
+        .as_str()
+        .unwrap_or(PROTOCOL_VERSION);
     let result = json!({
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}},
         "serverInfo": {"name": "ssegate-loopback", "version": env!("CARGO_PKG_VERSION")},
     });
-    let mut r = json(StatusCode::OK, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
-    r.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&session).expect("hex is a valid header"));
+    let mut r = json(
+        StatusCode::OK,
+        &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    );
+    r.headers_mut().insert(
+        SESSION_HEADER,
+        HeaderValue::from_str(&session).expect("hex is a valid header"),
+    );
     r
 }
 
@@ -625,18 +742,37 @@ fn tools_call(shared: &Shared, session: &str, msg: &Value, id: Value) -> Respons
     let config = &shared.config;
     let tool = match params["name"].as_str() {
         Some("big_result") => Tool::BigResult {
-            size: args["size"].as_u64().map_or(config.result_size, |n| n as usize),
+            size: args["size"]
+                .as_u64()
+                .map_or(config.result_size, |n| n as usize),
             seed: args["seed"].as_u64().unwrap_or(config.seed),
             progress: config.progress_count,
         },
-        Some("progress") => Tool::Progress { count: args["count"].as_u64().unwrap_or(config.progress_count) },
-        _ => return rpc_error(StatusCode::OK, &id, -32602, "unknown tool", Some(params["name"].clone())),
+        Some("progress") => Tool::Progress {
+            count: args["count"].as_u64().unwrap_or(config.progress_count),
+        },
+        _ => {
+            return rpc_error(
+                StatusCode::OK,
+                &id,
+                -32602,
+                "unknown tool",
+                Some(params["name"].clone()),
+            );
+        }
     };
-    let token = params["_meta"].get("progressToken").cloned().unwrap_or_else(|| id.clone());
-    let call = Call { request_id: id, token, tool };
+    let token = params["_meta"]
+        .get("progressToken")
+        .cloned()
+        .unwrap_or_else(|| id.clone());
+    let call = Call {
+        request_id: id,
+        token,
+        tool,
+    };
     match run_call(shared, session, call) {
         Some(frames) => sse(frames),
-        None => rpc_error(StatusCode::NOT_FOUND, &Value::Null, -32001, "session not found", None),
+        None => NoSession::Unknown.response(),
     }
 }
 
@@ -649,10 +785,15 @@ fn run_call(shared: &Shared, session: &str, call: Call) -> Option<Vec<Bytes>> {
     let s = sessions.get_mut(session)?;
     let stream = s.replay.open_stream();
     let mut frames = Vec::with_capacity(messages.len() + 1);
-    let priming = s.replay.append_with_retry(stream, None, b"", Some(shared.config.retry_ms));
+    let priming = s
+        .replay
+        .append_with_retry(stream, None, b"", Some(shared.config.retry_ms));
     frames.push(priming.expect("a fresh stream is open").frame);
     for m in &messages {
-        let appended = s.replay.append(stream, None, m).expect("a fresh stream is open");
+        let appended = s
+            .replay
+            .append(stream, None, m)
+            .expect("a fresh stream is open");
         if appended.oversized {
             debug!(id = %appended.id, bytes = appended.frame.len(), "event exceeds the replay cap");
         }
@@ -668,15 +809,20 @@ fn run_call(shared: &Shared, session: &str, call: Call) -> Option<Vec<Bytes>> {
 fn resume(shared: &Shared, session: Option<String>, req: &Request<Incoming>) -> Response<Body> {
     let session = match check_session(shared, session) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(e) => return e.response(),
     };
     let Some(last) = req.headers().get(LAST_EVENT_ID) else {
         let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
-        r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
         return r;
     };
     let Ok(last) = last.to_str() else {
-        return full(StatusCode::BAD_REQUEST, "text/plain", "Last-Event-ID is not visible ASCII\n");
+        return full(
+            StatusCode::BAD_REQUEST,
+            "text/plain",
+            "Last-Event-ID is not visible ASCII\n",
+        );
     };
     let stats = &shared.stats;
     bump(&stats.resumes);
@@ -703,13 +849,13 @@ fn resume(shared: &Shared, session: Option<String>, req: &Request<Incoming>) -> 
                 debug!("restarted the call under new ids");
                 sse(frames)
             }
-            None => rpc_error(StatusCode::NOT_FOUND, &Value::Null, -32001, "session not found", None),
+            None => NoSession::Unknown.response(),
         };
     }
     let replayed = {
         let sessions = shared.lock();
         let Some(s) = sessions.get(&session) else {
-            return rpc_error(StatusCode::NOT_FOUND, &Value::Null, -32001, "session not found", None);
+            return NoSession::Unknown.response();
         };
         let after = s.replay.replay_after(last);
         if mode == ServerMode::Resend {
@@ -748,7 +894,7 @@ fn resume(shared: &Shared, session: Option<String>, req: &Request<Incoming>) -> 
 fn delete(shared: &Shared, session: Option<String>) -> Response<Body> {
     let session = match check_session(shared, session) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(e) => return e.response(),
     };
     if shared.lock().remove(&session).is_some() {
         bump(&shared.stats.sessions_deleted);

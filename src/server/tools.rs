@@ -14,10 +14,51 @@ pub const DEFAULT_SEED: u64 = 0x55E6_A7E0_0000_0001;
 
 /// Words of plain prose.
 const WORDS: &[&str] = &[
-    "the", "stream", "was", "cut", "after", "bytes", "and", "the", "client", "resumed", "with", "its",
-    "last", "event", "id", "while", "server", "replayed", "result", "of", "a", "tool", "call", "in",
-    "one", "session", "buffer", "progress", "message", "value", "is", "complete", "not", "to", "from",
-    "every", "line", "reconnect", "budget", "slot", "ring", "data", "frame", "field", "which",
+    "the",
+    "stream",
+    "was",
+    "cut",
+    "after",
+    "bytes",
+    "and",
+    "the",
+    "client",
+    "resumed",
+    "with",
+    "its",
+    "last",
+    "event",
+    "id",
+    "while",
+    "server",
+    "replayed",
+    "result",
+    "of",
+    "a",
+    "tool",
+    "call",
+    "in",
+    "one",
+    "session",
+    "buffer",
+    "progress",
+    "message",
+    "value",
+    "is",
+    "complete",
+    "not",
+    "to",
+    "from",
+    "every",
+    "line",
+    "reconnect",
+    "budget",
+    "slot",
+    "ring",
+    "data",
+    "frame",
+    "field",
+    "which",
 ];
 
 /// Pieces that stress a JSON string scanner, already escaped as they appear inside a JSON string:
@@ -170,21 +211,30 @@ pub(crate) struct Call {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Tool {
-    BigResult { size: usize, seed: u64, progress: u64 },
-    Progress { count: u64 },
+    BigResult {
+        size: usize,
+        seed: u64,
+        progress: u64,
+    },
+    Progress {
+        count: u64,
+    },
 }
 
 impl Call {
     /// The data of every event of the response after the priming event, in order.
     pub(crate) fn messages(&self) -> Vec<Bytes> {
         let (total, result) = match self.tool {
-            Tool::BigResult { size, seed, progress } => {
-                (progress, expected_result(&self.request_id, size, seed))
-            }
+            Tool::BigResult {
+                size,
+                seed,
+                progress,
+            } => (progress, expected_result(&self.request_id, size, seed)),
             Tool::Progress { count } => (count, expected_progress_result(&self.request_id, count)),
         };
-        let mut out: Vec<Bytes> =
-            (1..=total).map(|k| progress_notification(&self.token, k, total)).collect();
+        let mut out: Vec<Bytes> = (1..=total)
+            .map(|k| progress_notification(&self.token, k, total))
+            .collect();
         out.push(result);
         out
     }
@@ -203,7 +253,9 @@ mod tests {
             let quoted = [b"\"".as_slice(), &p, b"\""].concat();
             let s: String = serde_json::from_slice(&quoted).unwrap();
             if size >= 4096 {
-                assert!(s.contains('"') && s.contains('\\') && s.contains('\n') && s.contains('🦀'));
+                assert!(
+                    s.contains('"') && s.contains('\\') && s.contains('\n') && s.contains('🦀')
+                );
             }
         }
         assert_ne!(prose(4096, 1), prose(4096, 2));
