@@ -614,3 +614,58 @@ async fn tools_list_can_be_an_sse_stream() {
     .await
     .unwrap();
 }
+
+/// The field scenario with the default limits (64 slots, 1 MiB budget, 4 MiB result): Strict misses
+/// with `too_large` and says so; Boundary still re-sends the whole interrupted event.
+#[tokio::test]
+async fn default_limits_reproduce_the_field_report() {
+    tokio::time::timeout(LIMIT, async {
+        for mode in [ServerMode::Strict, ServerMode::Boundary] {
+            let mut config = ServerConfig::default();
+            config.mode(mode).retry_ms(10);
+            let server = config.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let mut pc = ProxyConfig::default();
+            pc.accept_delay(Duration::ZERO);
+            let proxy = pc.start(server.addr()).await.unwrap();
+            let session = initialize(proxy.addr()).await;
+            proxy.set_next_cut(Cut::At(1_300_000));
+            let t = Instant::now();
+            let r = post(
+                proxy.addr(),
+                Some(&session),
+                call(1, "big_result", json!({})),
+            )
+            .await;
+            assert!(r.broken);
+            let cursor = events(&r.body).last().unwrap().id.clone().unwrap();
+            assert_eq!(cursor, "1-3");
+            let resumed = send(
+                proxy.addr(),
+                Method::GET,
+                Some(&session),
+                &resume_headers(&cursor),
+                None,
+            )
+            .await;
+            let expected = expected_result(&json!(1), 4 << 20, ssegate::server::DEFAULT_SEED);
+            if mode == ServerMode::Strict {
+                assert_eq!(resumed.status, StatusCode::CONFLICT);
+                assert_eq!(resumed.headers["retry-after"], "1");
+                let v: Value = serde_json::from_slice(&resumed.body).unwrap();
+                assert_eq!(v["error"]["data"]["reason"], "too_large");
+            } else {
+                let evs = events(&resumed.body);
+                assert_eq!((evs.len(), evs[0].id.as_deref()), (1, Some("1-4")));
+                assert_eq!(evs[0].data, expected);
+            }
+            eprintln!(
+                "{mode}: cut + resume of a 4 MiB result took {:?}",
+                t.elapsed()
+            );
+            proxy.shutdown().await;
+            server.shutdown().await;
+        }
+    })
+    .await
+    .unwrap();
+}
