@@ -3,4 +3,10 @@
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+pub mod replay;
 pub mod sse;
+
+#[cfg(feature = "transport")]
+pub mod proxy;
+#[cfg(feature = "transport")]
+pub mod server;

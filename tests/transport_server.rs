@@ -1,0 +1,671 @@
+//! The loopback MCP server and the fault-injecting proxy, driven by a plain hyper client over real TCP.
+#![cfg(feature = "transport")]
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use ssegate::proxy::{Cut, ProxyConfig, RunningProxy};
+use ssegate::replay;
+use ssegate::server::{
+    RunningServer, ServerConfig, ServerMode, expected_progress_result, expected_result,
+};
+
+const RESULT: usize = 64 << 10;
+const SEED: u64 = 42;
+const LIMIT: Duration = Duration::from_secs(20);
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    /// The body bytes received (decoded from chunked framing), up to the end or the error.
+    body: Bytes,
+    /// Whether the body ended with a transport error (a reset) rather than cleanly.
+    broken: bool,
+}
+
+/// One request on a fresh connection (so a proxy applies one cut per request).
+async fn send(
+    addr: SocketAddr,
+    method: Method,
+    session: Option<&str>,
+    extra: &[(&str, &str)],
+    body: Option<Value>,
+) -> Reply {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut req = Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header("host", addr.to_string())
+        .header("accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    let payload = body
+        .map(|v| Bytes::from(serde_json::to_vec(&v).unwrap()))
+        .unwrap_or_default();
+    if !payload.is_empty() {
+        req = req.header("content-type", "application/json");
+    }
+    let res = sender
+        .send_request(req.body(Full::new(payload)).unwrap())
+        .await
+        .unwrap();
+    let (parts, mut incoming) = res.into_parts();
+    let mut body = BytesMut::new();
+    let mut broken = false;
+    loop {
+        match incoming.frame().await {
+            None => break,
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    body.extend_from_slice(&data);
+                }
+            }
+            Some(Err(_)) => {
+                broken = true;
+                break;
+            }
+        }
+    }
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body: body.freeze(),
+        broken,
+    }
+}
+
+async fn post(addr: SocketAddr, session: Option<&str>, msg: Value) -> Reply {
+    send(addr, Method::POST, session, &[], Some(msg)).await
+}
+
+async fn initialize(addr: SocketAddr) -> String {
+    let r = post(addr, None, json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
+    let session = r.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let n = post(
+        addr,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(n.status, StatusCode::ACCEPTED);
+    assert!(n.body.is_empty());
+    session
+}
+
+fn call(id: u64, tool: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}})
+}
+
+/// A complete event of the test's tiny SSE reader (our frames have no multi-line data).
+#[derive(Debug, Clone, PartialEq)]
+struct Ev {
+    id: Option<String>,
+    retry: Option<u64>,
+    data: Vec<u8>,
+    raw: Vec<u8>,
+}
+
+/// The complete events in `body` (a partial one at the end is dropped).
+fn events(body: &[u8]) -> Vec<Ev> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while let Some(end) = rest.windows(2).position(|w| w == b"\n\n") {
+        let block = &rest[..end];
+        let mut ev = Ev {
+            id: None,
+            retry: None,
+            data: Vec::new(),
+            raw: rest[..end + 2].to_vec(),
+        };
+        for line in block.split(|&b| b == b'\n') {
+            let line = std::str::from_utf8(line).unwrap();
+            let (name, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match name {
+                "id" => ev.id = Some(value.to_owned()),
+                "retry" => ev.retry = value.parse().ok(),
+                "data" => ev.data.extend_from_slice(value.as_bytes()),
+                _ => panic!("unexpected field {name:?}"),
+            }
+        }
+        out.push(ev);
+        rest = &rest[end + 2..];
+    }
+    out
+}
+
+fn server_config(mode: ServerMode) -> ServerConfig {
+    let mut replay = replay::Config::default();
+    // A budget smaller than the result, as in the field report: the result evicts the progress events
+    // and is itself never kept (unless the mode pins it).
+    replay
+        .max_bytes(32 << 10)
+        .max_event_bytes(32 << 10)
+        .retry_after(Duration::from_millis(1500));
+    let mut c = ServerConfig::default();
+    c.mode(mode)
+        .result_size(RESULT)
+        .seed(SEED)
+        .retry_ms(10)
+        .progress_count(3)
+        .replay(replay);
+    c
+}
+
+async fn start(mode: ServerMode) -> (RunningServer, RunningProxy) {
+    let server = server_config(mode)
+        .start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mut pc = ProxyConfig::default();
+    pc.accept_delay(Duration::ZERO).seed(7);
+    let proxy = pc.start(server.addr()).await.unwrap();
+    (server, proxy)
+}
+
+fn is_sse(r: &Reply) -> bool {
+    r.headers["content-type"] == "text/event-stream" && r.headers["cache-control"] == "no-cache"
+}
+
+#[tokio::test]
+async fn session_lifecycle_and_http_errors() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, _proxy) = start(ServerMode::Strict).await;
+        let addr = server.addr();
+        let session = initialize(addr).await;
+        let list = post(
+            addr,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+        assert_eq!(list.headers["content-type"], "application/json");
+        let v: Value = serde_json::from_slice(&list.body).unwrap();
+        assert_eq!(v["result"]["tools"][0]["name"], "big_result");
+        let unknown = post(
+            addr,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "nope"}),
+        )
+        .await;
+        assert_eq!(
+            serde_json::from_slice::<Value>(&unknown.body).unwrap()["error"]["code"],
+            -32601
+        );
+
+        let missing = post(
+            addr,
+            None,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        )
+        .await;
+        assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+        let stranger = post(
+            addr,
+            Some("feedface"),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+        )
+        .await;
+        assert_eq!(stranger.status, StatusCode::NOT_FOUND);
+        let no_cursor = send(addr, Method::GET, Some(&session), &[], None).await;
+        assert_eq!(no_cursor.status, StatusCode::METHOD_NOT_ALLOWED);
+        let resume_unknown = send(
+            addr,
+            Method::GET,
+            Some("feedface"),
+            &[("last-event-id", "1-0")],
+            None,
+        )
+        .await;
+        assert_eq!(resume_unknown.status, StatusCode::NOT_FOUND);
+        let resume_missing = send(addr, Method::GET, None, &[("last-event-id", "1-0")], None).await;
+        assert_eq!(resume_missing.status, StatusCode::BAD_REQUEST);
+
+        assert_eq!(server.session_count(), 1);
+        let del = send(addr, Method::DELETE, Some(&session), &[], None).await;
+        assert_eq!(del.status, StatusCode::NO_CONTENT);
+        assert_eq!(server.session_count(), 0);
+        let after = post(
+            addr,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+        )
+        .await;
+        assert_eq!(after.status, StatusCode::NOT_FOUND);
+        let stats = server.stats();
+        assert_eq!((stats.sessions_opened, stats.sessions_deleted), (1, 1));
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn tools_call_streams_priming_progress_and_the_exact_result() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, proxy) = start(ServerMode::Strict).await;
+        // Through the proxy with no cut: it must be transparent.
+        let addr = proxy.addr();
+        let session = initialize(addr).await;
+        let mut msg = call(7, "big_result", json!({}));
+        msg["params"]["_meta"] = json!({"progressToken": "tok"});
+        let r = post(addr, Some(&session), msg).await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert!(is_sse(&r) && !r.broken);
+        let evs = events(&r.body);
+        assert_eq!(evs.len(), 5, "priming, 3 progress, result");
+        assert_eq!(evs[0].raw, b"id: 1-0\nretry: 10\ndata:\n\n");
+        for (k, ev) in evs[1..4].iter().enumerate() {
+            assert_eq!(ev.id.as_deref(), Some(format!("1-{}", k + 1).as_str()));
+            let v: Value = serde_json::from_slice(&ev.data).unwrap();
+            assert_eq!(v["method"], "notifications/progress");
+            assert_eq!(v["params"]["progressToken"], "tok");
+            assert_eq!(v["params"]["progress"], k as u64 + 1);
+        }
+        assert_eq!(evs[4].id.as_deref(), Some("1-4"));
+        assert_eq!(evs[4].data, expected_result(&json!(7), RESULT, SEED));
+        // The whole body is exactly the frames, nothing else.
+        assert_eq!(evs.iter().map(|e| e.raw.len()).sum::<usize>(), r.body.len());
+
+        let p = post(
+            addr,
+            Some(&session),
+            call(8, "progress", json!({"count": 5})),
+        )
+        .await;
+        let evs = events(&p.body);
+        assert_eq!(evs.len(), 7);
+        assert_eq!(evs[6].data, expected_progress_result(&json!(8), 5));
+        let token: Value = serde_json::from_slice(&evs[1].data).unwrap();
+        assert_eq!(
+            token["params"]["progressToken"], 8,
+            "no token given: the request id"
+        );
+
+        let stats = proxy.stats();
+        assert_eq!(stats.cuts, 0);
+        assert!(stats.bytes_down > RESULT as u64 && stats.bytes_up > 0);
+        assert_eq!(server.stats().streams, 2);
+        proxy.shutdown().await;
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// A raw request, read with a raw socket: the proxy forwards exactly `cut` bytes, then a reset.
+#[tokio::test]
+async fn proxy_cut_forwards_exact_bytes_then_resets() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, proxy) = start(ServerMode::Strict).await;
+        let session = initialize(server.addr()).await;
+        for (cut, size) in [(0u64, RESULT), (1, RESULT), (150, RESULT), (10_000, RESULT), (50_001, RESULT), (3_000_001, 4 << 20)] {
+            proxy.set_next_cut(Cut::At(cut));
+            let body = serde_json::to_vec(&call(1, "big_result", json!({"size": size}))).unwrap();
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+            s.write_all(head.as_bytes()).await.unwrap();
+            s.write_all(&body).await.unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            let end = loop {
+                match s.read(&mut buf).await {
+                    Ok(0) => break None,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) => break Some(e.kind()),
+                }
+            };
+            assert_eq!(end, Some(std::io::ErrorKind::ConnectionReset), "cut at {cut}");
+            assert_eq!(got.len() as u64, cut);
+            if cut >= 12 {
+                assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+            }
+            assert_eq!(proxy.last_cut().unwrap().offset, cut);
+        }
+        assert_eq!(proxy.stats().cuts, 6);
+
+        // A hyper client sees the cut as a body error; the next connection passes whole.
+        proxy.set_next_cut(Cut::At(20_000));
+        let cut = post(proxy.addr(), Some(&session), call(2, "big_result", json!({}))).await;
+        assert!(cut.broken);
+        assert!(cut.body.len() < 20_000);
+        let whole = post(proxy.addr(), Some(&session), call(3, "big_result", json!({}))).await;
+        assert!(!whole.broken);
+        assert_eq!(events(&whole.body).last().unwrap().data, expected_result(&json!(3), RESULT, SEED));
+        assert_eq!(proxy.stats().cuts, 7);
+        proxy.shutdown().await;
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn proxy_random_cuts_are_seeded_and_delay_the_next_connection() {
+    tokio::time::timeout(LIMIT, async {
+        let server = server_config(ServerMode::Strict)
+            .start("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let session = initialize(server.addr()).await;
+        let mut offsets = Vec::new();
+        for _ in 0..2 {
+            let mut pc = ProxyConfig::default();
+            pc.accept_delay(Duration::from_millis(300))
+                .seed(99)
+                .default_cut(Cut::Random(1_000..=60_000));
+            let proxy = pc.start(server.addr()).await.unwrap();
+            let r = post(
+                proxy.addr(),
+                Some(&session),
+                call(1, "big_result", json!({})),
+            )
+            .await;
+            assert!(r.broken);
+            let first = proxy.last_cut().unwrap().offset;
+            assert!((1_000..=60_000).contains(&first));
+            proxy.set_default_cut(Cut::None);
+            let t = Instant::now();
+            let r = post(
+                proxy.addr(),
+                Some(&session),
+                call(2, "big_result", json!({})),
+            )
+            .await;
+            assert!(!r.broken);
+            assert!(
+                t.elapsed() >= Duration::from_millis(250),
+                "held {:?}",
+                t.elapsed()
+            );
+            offsets.push(first);
+            proxy.shutdown().await;
+        }
+        assert_eq!(offsets[0], offsets[1], "same seed, same offset");
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// Calls `big_result` through the proxy with a cut inside the result event; returns the events that
+/// arrived whole (priming and progress) — the last one's id is the client's cursor.
+async fn cut_inside_result(
+    server: &RunningServer,
+    proxy: &RunningProxy,
+    session: &str,
+    id: u64,
+) -> Vec<Ev> {
+    proxy.set_next_cut(Cut::At(40_000));
+    let r = post(
+        proxy.addr(),
+        Some(session),
+        call(id, "big_result", json!({})),
+    )
+    .await;
+    assert!(r.broken, "{:?}", server.mode());
+    let evs = events(&r.body);
+    assert_eq!(evs.len(), 4, "priming and 3 progress arrived whole");
+    evs
+}
+
+fn resume_headers(cursor: &str) -> [(&str, &str); 1] {
+    [("last-event-id", cursor)]
+}
+
+#[tokio::test]
+async fn resume_after_a_cut_follows_the_server_mode() {
+    tokio::time::timeout(LIMIT, async {
+        for mode in ServerMode::ALL {
+            let (server, proxy) = start(mode).await;
+            let session = initialize(server.addr()).await;
+            let got = cut_inside_result(&server, &proxy, &session, 11).await;
+            let cursor = got.last().unwrap().id.clone().unwrap();
+            assert_eq!(cursor, "1-3");
+            let r = send(
+                proxy.addr(),
+                Method::GET,
+                Some(&session),
+                &resume_headers(&cursor),
+                None,
+            )
+            .await;
+            let expected = expected_result(&json!(11), RESULT, SEED);
+            let stats = server.stats();
+            match mode {
+                ServerMode::Strict => {
+                    assert_eq!(r.status, StatusCode::CONFLICT);
+                    assert_eq!(r.headers["retry-after"], "2", "1.5 s rounds up");
+                    let v: Value = serde_json::from_slice(&r.body).unwrap();
+                    assert_eq!(v["error"]["data"]["reason"], "too_large");
+                    assert_eq!(v["error"]["data"]["missing"], "1-4");
+                    assert_eq!(v["error"]["data"]["retryAfterMs"], 1500);
+                    assert_eq!(stats.misses, 1);
+                }
+                ServerMode::Restart => {
+                    assert_eq!(r.status, StatusCode::OK);
+                    assert!(is_sse(&r));
+                    let evs = events(&r.body);
+                    let ids: Vec<_> = evs.iter().map(|e| e.id.clone().unwrap()).collect();
+                    assert_eq!(
+                        ids,
+                        ["2-0", "2-1", "2-2", "2-3", "2-4"],
+                        "a new stream, new ids"
+                    );
+                    assert_eq!(evs[4].data, expected, "the whole result again");
+                    assert_eq!(stats.restarts, 1);
+                }
+                ServerMode::Boundary => {
+                    assert_eq!(r.status, StatusCode::OK);
+                    let evs = events(&r.body);
+                    assert_eq!(evs.len(), 1);
+                    assert_eq!(
+                        evs[0].id.as_deref(),
+                        Some("1-4"),
+                        "the interrupted event, same id"
+                    );
+                    assert_eq!(evs[0].data, expected, "whole");
+                    assert_eq!(evs[0].raw.len(), r.body.len());
+                    assert_eq!(stats.replays, 1);
+                }
+                ServerMode::Empty => {
+                    assert_eq!(r.status, StatusCode::OK);
+                    assert!(is_sse(&r) && !r.broken);
+                    assert!(r.body.is_empty());
+                    assert_eq!(stats.empty_replies, 1);
+                }
+                ServerMode::Resend => {
+                    assert_eq!(r.status, StatusCode::OK);
+                    let evs = events(&r.body);
+                    assert_eq!(evs.len(), 2);
+                    assert_eq!(evs[0], got[3], "the Last-Event-ID event itself, again");
+                    assert_eq!(
+                        (evs[1].id.as_deref(), &evs[1].data),
+                        (Some("1-4"), &expected.to_vec())
+                    );
+                    assert_eq!(stats.replays, 1);
+                }
+            }
+            assert_eq!(stats.resumes, 1, "{mode}");
+            // A cursor the server never issued is a miss in every mode but Empty.
+            let bogus = send(
+                server.addr(),
+                Method::GET,
+                Some(&session),
+                &resume_headers("9-9"),
+                None,
+            )
+            .await;
+            let want = if mode == ServerMode::Empty {
+                StatusCode::OK
+            } else {
+                StatusCode::CONFLICT
+            };
+            assert_eq!(bogus.status, want, "{mode}");
+            proxy.shutdown().await;
+            server.shutdown().await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// When the buffer still holds everything after the cursor, Strict replays the exact tail.
+#[tokio::test]
+async fn strict_replays_the_exact_tail_when_it_holds_it() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, proxy) = start(ServerMode::Strict).await;
+        let session = initialize(server.addr()).await;
+        let whole = post(
+            server.addr(),
+            Some(&session),
+            call(1, "progress", json!({"count": 20})),
+        )
+        .await;
+        let all = events(&whole.body);
+        assert_eq!(all.len(), 22);
+        proxy.set_next_cut(Cut::At(1_500));
+        let cut = post(
+            proxy.addr(),
+            Some(&session),
+            call(2, "progress", json!({"count": 20})),
+        )
+        .await;
+        assert!(cut.broken);
+        let got = events(&cut.body);
+        assert!(!got.is_empty() && got.len() < 22);
+        let cursor = got.last().unwrap().id.clone().unwrap();
+        let r = send(
+            proxy.addr(),
+            Method::GET,
+            Some(&session),
+            &resume_headers(&cursor),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        let rest = events(&r.body);
+        assert_eq!(got.len() + rest.len(), 22);
+        let seqs: Vec<u64> = got
+            .iter()
+            .chain(&rest)
+            .map(|e| e.id.as_ref().unwrap()[2..].parse().unwrap())
+            .collect();
+        assert_eq!(
+            seqs,
+            (0..22).collect::<Vec<_>>(),
+            "in order, no gap, no duplicate"
+        );
+        assert_eq!(
+            rest.last().unwrap().data,
+            expected_progress_result(&json!(2), 20)
+        );
+        proxy.shutdown().await;
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn tools_list_can_be_an_sse_stream() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.tools_list_sse(true);
+        let server = config.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let session = initialize(server.addr()).await;
+        let r = post(
+            server.addr(),
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+        assert!(is_sse(&r));
+        let evs = events(&r.body);
+        assert_eq!(evs.len(), 1);
+        let v: Value = serde_json::from_slice(&evs[0].data).unwrap();
+        assert_eq!(v["result"]["tools"][1]["name"], "progress");
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// The field scenario with the default limits (64 slots, 1 MiB budget, 4 MiB result): Strict misses
+/// with `too_large` and says so; Boundary still re-sends the whole interrupted event.
+#[tokio::test]
+async fn default_limits_reproduce_the_field_report() {
+    tokio::time::timeout(LIMIT, async {
+        for mode in [ServerMode::Strict, ServerMode::Boundary] {
+            let mut config = ServerConfig::default();
+            config.mode(mode).retry_ms(10);
+            let server = config.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let mut pc = ProxyConfig::default();
+            pc.accept_delay(Duration::ZERO);
+            let proxy = pc.start(server.addr()).await.unwrap();
+            let session = initialize(proxy.addr()).await;
+            proxy.set_next_cut(Cut::At(1_300_000));
+            let t = Instant::now();
+            let r = post(
+                proxy.addr(),
+                Some(&session),
+                call(1, "big_result", json!({})),
+            )
+            .await;
+            assert!(r.broken);
+            let cursor = events(&r.body).last().unwrap().id.clone().unwrap();
+            assert_eq!(cursor, "1-3");
+            let resumed = send(
+                proxy.addr(),
+                Method::GET,
+                Some(&session),
+                &resume_headers(&cursor),
+                None,
+            )
+            .await;
+            let expected = expected_result(&json!(1), 4 << 20, ssegate::server::DEFAULT_SEED);
+            if mode == ServerMode::Strict {
+                assert_eq!(resumed.status, StatusCode::CONFLICT);
+                assert_eq!(resumed.headers["retry-after"], "1");
+                let v: Value = serde_json::from_slice(&resumed.body).unwrap();
+                assert_eq!(v["error"]["data"]["reason"], "too_large");
+            } else {
+                let evs = events(&resumed.body);
+                assert_eq!((evs.len(), evs[0].id.as_deref()), (1, Some("1-4")));
+                assert_eq!(evs[0].data, expected);
+            }
+            eprintln!(
+                "{mode}: cut + resume of a 4 MiB result took {:?}",
+                t.elapsed()
+            );
+            proxy.shutdown().await;
+            server.shutdown().await;
+        }
+    })
+    .await
+    .unwrap();
+}
