@@ -3,4 +3,5 @@
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+pub mod gate;
 pub mod sse;
