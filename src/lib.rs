@@ -4,4 +4,5 @@
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod gate;
+pub mod message;
 pub mod sse;
