@@ -4,22 +4,32 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod events;
 mod input;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
-#[command(name = "ssegate", version, about = "SSE decoding, JSON completeness gating and resumption checks for MCP")]
+#[command(
+    name = "ssegate",
+    version,
+    about = "SSE decoding, JSON completeness gating and resumption checks for MCP"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand, Debug)]
-enum Command {}
+enum Command {
+    /// Decode raw SSE bytes: one JSON line per dispatched event, then the last event id and retry.
+    Events(events::EventsArgs),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Events(args) => events::run(&args),
+    }
 }
