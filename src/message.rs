@@ -49,7 +49,9 @@ impl fmt::Display for MessageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MessageError::Empty => f.write_str("empty message"),
-            MessageError::Json { offset, source } => write!(f, "message does not parse at byte {offset}: {source}"),
+            MessageError::Json { offset, source } => {
+                write!(f, "message does not parse at byte {offset}: {source}")
+            }
         }
     }
 }
@@ -66,7 +68,10 @@ impl std::error::Error for MessageError {
 impl MessageError {
     #[cold]
     fn json(source: simd_json::Error) -> MessageError {
-        MessageError::Json { offset: source.index(), source }
+        MessageError::Json {
+            offset: source.index(),
+            source,
+        }
     }
 }
 
@@ -80,7 +85,9 @@ pub struct Parser {
 
 impl fmt::Debug for Parser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Parser").field("scratch_capacity", &self.scratch.capacity()).finish_non_exhaustive()
+        f.debug_struct("Parser")
+            .field("scratch_capacity", &self.scratch.capacity())
+            .finish_non_exhaustive()
     }
 }
 
@@ -93,7 +100,11 @@ impl Default for Parser {
 impl Parser {
     /// A parser with empty buffers (they grow to the largest message seen and are kept).
     pub fn new() -> Parser {
-        Parser { buffers: Buffers::default(), scratch: Vec::new(), tape: Some(Tape::null()) }
+        Parser {
+            buffers: Buffers::default(),
+            scratch: Vec::new(),
+            tape: Some(Tape::null()),
+        }
     }
 
     /// Copies `data` into the padded scratch buffer and builds simd-json's tape over it; `f` gets the
@@ -106,7 +117,11 @@ impl Parser {
         if data.is_empty() {
             return Err(MessageError::Empty);
         }
-        let Parser { buffers, scratch, tape: kept } = self;
+        let Parser {
+            buffers,
+            scratch,
+            tape: kept,
+        } = self;
         scratch.clear();
         scratch.reserve(data.len() + INPUT_PADDING);
         data.copy_to(scratch);
@@ -154,12 +169,18 @@ impl Message {
     }
 
     /// Parses into a simd-json borrowed value whose strings borrow from `parser`'s scratch buffer.
-    pub fn parse_value<'p>(&self, parser: &'p mut Parser) -> Result<BorrowedValue<'p>, MessageError> {
+    pub fn parse_value<'p>(
+        &self,
+        parser: &'p mut Parser,
+    ) -> Result<BorrowedValue<'p>, MessageError> {
         parser.with_deserializer(&self.data, |de| serde::Deserialize::deserialize(de))
     }
 
     /// Parses into any owned serde type, reusing `parser`'s buffers.
-    pub fn deserialize_with<T: DeserializeOwned>(&self, parser: &mut Parser) -> Result<T, MessageError> {
+    pub fn deserialize_with<T: DeserializeOwned>(
+        &self,
+        parser: &mut Parser,
+    ) -> Result<T, MessageError> {
         parser.with_deserializer(&self.data, |de| T::deserialize(de))
     }
 
@@ -172,7 +193,10 @@ impl Message {
     /// string contents, without a parse. Meant for a message the gate judged `Complete`; on anything else
     /// it answers [`RpcKind::Other`] rather than fail.
     pub fn jsonrpc_peek(&self) -> RpcPeek {
-        peek(&self.data).unwrap_or(RpcPeek { kind: RpcKind::Other, id: None })
+        peek(&self.data).unwrap_or(RpcPeek {
+            kind: RpcKind::Other,
+            id: None,
+        })
     }
 }
 
@@ -327,9 +351,18 @@ impl<'a> Cursor<'a> {
 }
 
 fn peek(data: &Data) -> Option<RpcPeek> {
-    let mut c = Cursor { segs: data.segments(), seg: 0, pos: 0 };
+    let mut c = Cursor {
+        segs: data.segments(),
+        seg: 0,
+        pos: 0,
+    };
     match c.skip_ws()? {
-        b'[' => return Some(RpcPeek { kind: RpcKind::Batch, id: None }),
+        b'[' => {
+            return Some(RpcPeek {
+                kind: RpcKind::Batch,
+                id: None,
+            });
+        }
         b'{' => c.pos += 1,
         _ => return None,
     }
@@ -401,7 +434,11 @@ fn unescape(s: &str) -> Option<String> {
     let mut chars = s.chars();
     let hex4 = |chars: &mut std::str::Chars<'_>| -> Option<u32> {
         let h: String = chars.by_ref().take(4).collect();
-        if h.len() == 4 { u32::from_str_radix(&h, 16).ok() } else { None }
+        if h.len() == 4 {
+            u32::from_str_radix(&h, 16).ok()
+        } else {
+            None
+        }
     };
     while let Some(ch) = chars.next() {
         if ch != '\\' {
@@ -421,7 +458,9 @@ fn unescape(s: &str) -> Option<String> {
                 let hi = hex4(&mut chars)?;
                 if (0xD800..0xDC00).contains(&hi) {
                     let rest = chars.as_str();
-                    let lo = rest.strip_prefix("\\u").and_then(|r| u32::from_str_radix(r.get(..4)?, 16).ok());
+                    let lo = rest
+                        .strip_prefix("\\u")
+                        .and_then(|r| u32::from_str_radix(r.get(..4)?, 16).ok());
                     match lo {
                         Some(lo @ 0xDC00..=0xDFFF) => {
                             chars = rest[6..].chars();
@@ -454,12 +493,36 @@ mod tests {
     #[test]
     fn peek_kinds_and_ids() {
         let cases: &[(&str, RpcKind, Option<RpcId>)] = &[
-            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"id":9}}"#, RpcKind::Request, Some(RpcId::Number(1))),
-            (r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":"x"}}"#, RpcKind::Notification, None),
-            (r#"{"result":{"id":3,"s":"\"}"},"jsonrpc":"2.0","id":"a\"\u00e9\ud83d\ude00"}"#, RpcKind::Response, Some(RpcId::String("a\"é😀".into()))),
-            (r#" { "jsonrpc" : "2.0" , "id" : null , "error" : {"code":-32700} } "#, RpcKind::Response, Some(RpcId::Null)),
-            (r#"{"id":1.5,"result":[1,[2],{"a":"]"}]}"#, RpcKind::Response, Some(RpcId::Raw("1.5".into()))),
-            (r#"[{"jsonrpc":"2.0","id":1,"method":"a"}]"#, RpcKind::Batch, None),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"id":9}}"#,
+                RpcKind::Request,
+                Some(RpcId::Number(1)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":"x"}}"#,
+                RpcKind::Notification,
+                None,
+            ),
+            (
+                r#"{"result":{"id":3,"s":"\"}"},"jsonrpc":"2.0","id":"a\"\u00e9\ud83d\ude00"}"#,
+                RpcKind::Response,
+                Some(RpcId::String("a\"é😀".into())),
+            ),
+            (
+                r#" { "jsonrpc" : "2.0" , "id" : null , "error" : {"code":-32700} } "#,
+                RpcKind::Response,
+                Some(RpcId::Null),
+            ),
+            (
+                r#"{"id":1.5,"result":[1,[2],{"a":"]"}]}"#,
+                RpcKind::Response,
+                Some(RpcId::Raw("1.5".into())),
+            ),
+            (
+                r#"[{"jsonrpc":"2.0","id":1,"method":"a"}]"#,
+                RpcKind::Batch,
+                None,
+            ),
             (r#"{"jsonrpc":"2.0"}"#, RpcKind::Other, None),
             (r#""just a string""#, RpcKind::Other, None),
             (r#"{"id":1,"method""#, RpcKind::Other, None),
@@ -481,7 +544,10 @@ mod tests {
         use simd_json::prelude::*;
         let mut parser = Parser::new();
         for round in 0..3 {
-            let m = Message::new(rope(&[r#"{"jsonrpc":"2.0","id":5,"#, r#""result":{"text":"a\nb","n":[1,2.5]}}"#]));
+            let m = Message::new(rope(&[
+                r#"{"jsonrpc":"2.0","id":5,"#,
+                r#""result":{"text":"a\nb","n":[1,2.5]}}"#,
+            ]));
             {
                 let v = m.parse_value(&mut parser).unwrap();
                 assert_eq!(v["result"]["text"].as_str(), Some("a\nb"), "round {round}");
@@ -498,7 +564,10 @@ mod tests {
         let bad = Message::new(Data::from("{\"a\" 1}"));
         let err = bad.parse_value(&mut parser).unwrap_err();
         assert!(matches!(err, MessageError::Json { .. }), "{err}");
-        assert!(matches!(Message::new(Data::new()).deserialize::<u8>(), Err(MessageError::Empty)));
+        assert!(matches!(
+            Message::new(Data::new()).deserialize::<u8>(),
+            Err(MessageError::Empty)
+        ));
         let top = Message::new(Data::from("42"));
         assert_eq!(top.deserialize::<u32>().unwrap(), 42);
     }
