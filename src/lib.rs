@@ -3,6 +3,8 @@
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+pub mod gate;
+pub mod message;
 pub mod replay;
 pub mod sse;
 

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod events;
+mod gate;
 mod input;
 
 #[global_allocator]
@@ -25,11 +26,14 @@ struct Cli {
 enum Command {
     /// Decode raw SSE bytes: one JSON line per dispatched event, then the last event id and retry.
     Events(events::EventsArgs),
+    /// Judge one whole JSON text: prints `incomplete`, `complete`, `trailing` or `invalid`.
+    Gate(gate::GateArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Events(args) => events::run(&args),
+        Command::Gate(args) => gate::run(&args),
     }
 }

@@ -1,0 +1,36 @@
+//! `ssegate gate`: the gate's verdict on one whole JSON text, fed in the chunks `--split` asks for.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use ssegate::gate::Gate;
+
+use crate::input::{SplitArgs, chunks, read_input};
+
+/// Arguments of `ssegate gate`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct GateArgs {
+    #[command(flatten)]
+    split: SplitArgs,
+    /// The JSON text; stdin when absent or `-`.
+    file: Option<PathBuf>,
+}
+
+/// Prints exactly one of `incomplete`, `complete`, `trailing`, `invalid`; the exit status is 0 whatever
+/// the verdict (2 when the input cannot be read).
+pub(crate) fn run(args: &GateArgs) -> ExitCode {
+    let input = match read_input(args.file.as_ref()) {
+        Ok(input) => Bytes::from(input),
+        Err(e) => {
+            eprintln!("ssegate gate: cannot read input: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut gate = Gate::new();
+    for chunk in chunks(input, &args.split) {
+        gate.feed(&chunk);
+    }
+    println!("{}", gate.verdict());
+    ExitCode::SUCCESS
+}

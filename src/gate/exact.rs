@@ -1,0 +1,483 @@
+//! The exact streaming recogniser: a JSON (RFC 8259) pushdown automaton fed byte ranges of any size.
+//!
+//! The control state is one small enum plus a bit-stack of container kinds; nothing recurses, nesting
+//! costs one bit per level. String contents are skipped with the SIMD scanner ([`super::simd::scan_string`])
+//! and validated as UTF-8 in bulk, so prose-heavy messages cost little more than the fast path.
+#![forbid(unsafe_code)]
+
+use super::simd::{self, Isa};
+use super::{InvalidReason, Verdict, is_ws};
+
+/// Where the automaton is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    /// Top level, before the value (whitespace allowed).
+    Start,
+    /// Just after `[`: a value or `]`.
+    ArrFirst,
+    /// After `,` in an array or `:` in an object: a value.
+    Value,
+    /// Just after `{`: a key or `}`.
+    ObjFirst,
+    /// After `,` in an object: a key.
+    Key,
+    /// After a key: `:`.
+    Colon,
+    /// After a value inside a container: `,` or the closer.
+    After,
+    /// The top-level value is complete: only whitespace may follow.
+    Done,
+    /// Inside a string (a key when `key` is set).
+    Str,
+    /// Inside a string, just after a backslash.
+    Esc,
+    /// Inside a `\u` escape, `n` hex digits still to come.
+    Hex(u8),
+    /// Inside a multi-byte UTF-8 sequence: `need` continuation bytes to come, the next in `lo..=hi`.
+    Utf8 {
+        need: u8,
+        lo: u8,
+        hi: u8,
+    },
+    /// Number states, named after what was just read.
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+    /// Inside `true`, `false` or `null`; `rest` is what is still expected.
+    Lit(&'static [u8]),
+    /// A complete value followed by non-whitespace (absorbing).
+    Trailing,
+    /// Not JSON (absorbing); the reason is in `Exact::reason`.
+    Invalid,
+}
+
+/// The exact recogniser's state.
+#[derive(Clone, Debug)]
+pub(crate) struct Exact {
+    st: St,
+    /// Whether the open string is an object key.
+    key: bool,
+    depth: usize,
+    /// Bit `d` set: the container at depth `d + 1` is an object.
+    stack: Vec<u64>,
+    max_depth: usize,
+    /// Bytes consumed before the current `feed` call.
+    offset: u64,
+    reason: Option<InvalidReason>,
+    isa: Isa,
+}
+
+impl Exact {
+    pub(crate) fn new(max_depth: usize, isa: Isa) -> Exact {
+        Exact {
+            st: St::Start,
+            key: false,
+            depth: 0,
+            stack: Vec::new(),
+            max_depth,
+            offset: 0,
+            reason: None,
+            isa,
+        }
+    }
+
+    pub(crate) fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.st = St::Start;
+        self.key = false;
+        self.depth = 0;
+        self.offset = 0;
+        self.reason = None;
+    }
+
+    /// Makes the next fed byte count as message offset `offset` (the fast path hands a top-level scalar
+    /// over to this recogniser after skipping leading whitespace itself).
+    pub(crate) fn set_offset(&mut self, offset: u64) {
+        self.offset = offset;
+    }
+
+    pub(crate) fn reason(&self) -> Option<&InvalidReason> {
+        self.reason.as_ref()
+    }
+
+    pub(crate) fn verdict(&self) -> Verdict {
+        match self.st {
+            St::Done => Verdict::Complete,
+            St::Zero | St::Int | St::Frac | St::ExpDigits if self.depth == 0 => Verdict::Complete,
+            St::Trailing => Verdict::Trailing,
+            St::Invalid => Verdict::Invalid,
+            _ => Verdict::Incomplete,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, reason: InvalidReason) {
+        self.st = St::Invalid;
+        self.reason = Some(reason);
+    }
+
+    #[inline]
+    fn value_done(&mut self) {
+        self.st = if self.depth == 0 { St::Done } else { St::After };
+    }
+
+    #[inline]
+    fn top_is_object(&self) -> bool {
+        let d = self.depth - 1;
+        self.stack[d / 64] >> (d % 64) & 1 == 1
+    }
+
+    /// Opens a container; `false` (and the state set to `Invalid`) when over the depth limit.
+    #[inline]
+    fn push(&mut self, object: bool, at: u64) -> bool {
+        if self.depth >= self.max_depth {
+            self.fail(InvalidReason::TooDeep {
+                limit: self.max_depth,
+                offset: at,
+            });
+            return false;
+        }
+        let d = self.depth;
+        let word = d / 64;
+        if word == self.stack.len() {
+            self.stack.push(0);
+        }
+        let bit = 1u64 << (d % 64);
+        if object {
+            self.stack[word] |= bit;
+        } else {
+            self.stack[word] &= !bit;
+        }
+        self.depth = d + 1;
+        self.st = if object { St::ObjFirst } else { St::ArrFirst };
+        true
+    }
+
+    /// Closes the open container with `b` (`]` or `}`) if it matches.
+    #[inline]
+    fn close(&mut self, b: u8, at: u64) {
+        if self.top_is_object() == (b == b'}') {
+            self.depth -= 1;
+            self.value_done();
+        } else {
+            self.fail(InvalidReason::Mismatched { offset: at });
+        }
+    }
+
+    /// Begins the value whose first byte is `b`.
+    #[inline]
+    fn begin_value(&mut self, b: u8, at: u64) {
+        self.st = match b {
+            b'{' => {
+                self.push(true, at);
+                return;
+            }
+            b'[' => {
+                self.push(false, at);
+                return;
+            }
+            b'"' => {
+                self.key = false;
+                St::Str
+            }
+            b'-' => St::Minus,
+            b'0' => St::Zero,
+            b'1'..=b'9' => St::Int,
+            b't' => St::Lit(b"rue"),
+            b'f' => St::Lit(b"alse"),
+            b'n' => St::Lit(b"ull"),
+            _ => return self.fail(InvalidReason::Syntax { offset: at }),
+        };
+    }
+
+    /// Consumes `bytes`, the next piece of the message.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        let base = self.offset;
+        let mut i = 0;
+        while i < n {
+            let b = bytes[i];
+            let at = base + i as u64;
+            match self.st {
+                St::Trailing | St::Invalid => break,
+                St::Start | St::Value => {
+                    if !is_ws(b) {
+                        self.begin_value(b, at);
+                    }
+                    i += 1;
+                }
+                St::ArrFirst => {
+                    if !is_ws(b) {
+                        if b == b']' || b == b'}' {
+                            self.close(b, at);
+                        } else {
+                            self.begin_value(b, at);
+                        }
+                    }
+                    i += 1;
+                }
+                St::ObjFirst | St::Key => {
+                    if !is_ws(b) {
+                        if b == b'"' {
+                            self.key = true;
+                            self.st = St::Str;
+                        } else if self.st == St::ObjFirst && (b == b'}' || b == b']') {
+                            self.close(b, at);
+                        } else {
+                            self.fail(InvalidReason::Syntax { offset: at });
+                        }
+                    }
+                    i += 1;
+                }
+                St::Colon => {
+                    if !is_ws(b) {
+                        if b == b':' {
+                            self.st = St::Value;
+                        } else {
+                            self.fail(InvalidReason::Syntax { offset: at });
+                        }
+                    }
+                    i += 1;
+                }
+                St::After => {
+                    match b {
+                        b' ' | b'\t' | b'\n' | b'\r' => {}
+                        b',' => {
+                            self.st = if self.top_is_object() {
+                                St::Key
+                            } else {
+                                St::Value
+                            }
+                        }
+                        b']' | b'}' => self.close(b, at),
+                        _ => self.fail(InvalidReason::Syntax { offset: at }),
+                    }
+                    i += 1;
+                }
+                St::Done => {
+                    if !is_ws(b) {
+                        self.st = St::Trailing;
+                        break;
+                    }
+                    i += 1;
+                }
+                St::Str => {
+                    i += simd::scan_string::<true>(self.isa, &bytes[i..]);
+                    if i == n {
+                        break;
+                    }
+                    let b = bytes[i];
+                    let at = base + i as u64;
+                    match b {
+                        b'"' => {
+                            if self.key {
+                                self.st = St::Colon;
+                            } else {
+                                self.value_done();
+                            }
+                            i += 1;
+                        }
+                        b'\\' => {
+                            self.st = St::Esc;
+                            i += 1;
+                        }
+                        0..=0x1f => self.fail(InvalidReason::ControlCharacter { offset: at }),
+                        _ => i = self.utf8_run(bytes, i),
+                    }
+                }
+                St::Esc => {
+                    match b {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.st = St::Str,
+                        b'u' => self.st = St::Hex(4),
+                        _ => self.fail(InvalidReason::Syntax { offset: at }),
+                    }
+                    i += 1;
+                }
+                St::Hex(k) => {
+                    if b.is_ascii_hexdigit() {
+                        self.st = if k == 1 { St::Str } else { St::Hex(k - 1) };
+                    } else {
+                        self.fail(InvalidReason::Syntax { offset: at });
+                    }
+                    i += 1;
+                }
+                St::Utf8 { .. } => {
+                    self.utf8_step(b, at);
+                    i += 1;
+                }
+                St::Minus => {
+                    match b {
+                        b'0' => self.st = St::Zero,
+                        b'1'..=b'9' => self.st = St::Int,
+                        _ => self.fail(InvalidReason::Syntax { offset: at }),
+                    }
+                    i += 1;
+                }
+                St::Zero | St::Int => {
+                    match b {
+                        b'0'..=b'9' if self.st == St::Int => {
+                            // Digit runs are the bulk of dense numeric JSON.
+                            i += 1;
+                            while i < n && bytes[i].is_ascii_digit() {
+                                i += 1;
+                            }
+                        }
+                        b'.' => {
+                            self.st = St::Dot;
+                            i += 1;
+                        }
+                        b'e' | b'E' => {
+                            self.st = St::Exp;
+                            i += 1;
+                        }
+                        // The number ended; `b` is judged by the state after a value.
+                        _ => self.value_done(),
+                    }
+                }
+                St::Dot => {
+                    if b.is_ascii_digit() {
+                        self.st = St::Frac;
+                    } else {
+                        self.fail(InvalidReason::Syntax { offset: at });
+                    }
+                    i += 1;
+                }
+                St::Frac => match b {
+                    b'0'..=b'9' => i += 1,
+                    b'e' | b'E' => {
+                        self.st = St::Exp;
+                        i += 1;
+                    }
+                    _ => self.value_done(),
+                },
+                St::Exp => {
+                    match b {
+                        b'+' | b'-' => self.st = St::ExpSign,
+                        b'0'..=b'9' => self.st = St::ExpDigits,
+                        _ => self.fail(InvalidReason::Syntax { offset: at }),
+                    }
+                    i += 1;
+                }
+                St::ExpSign => {
+                    if b.is_ascii_digit() {
+                        self.st = St::ExpDigits;
+                    } else {
+                        self.fail(InvalidReason::Syntax { offset: at });
+                    }
+                    i += 1;
+                }
+                St::ExpDigits => {
+                    if b.is_ascii_digit() {
+                        i += 1;
+                    } else {
+                        self.value_done();
+                    }
+                }
+                St::Lit(rest) => {
+                    if b == rest[0] {
+                        if rest.len() == 1 {
+                            self.value_done();
+                        } else {
+                            self.st = St::Lit(&rest[1..]);
+                        }
+                    } else {
+                        self.fail(InvalidReason::Syntax { offset: at });
+                    }
+                    i += 1;
+                }
+            }
+        }
+        self.offset = base + n as u64;
+    }
+
+    /// Validates the run of string bytes starting at the non-ASCII byte `bytes[start]` up to the next quote,
+    /// backslash or control byte (or the end of `bytes`), in bulk; returns where scanning resumes.
+    fn utf8_run(&mut self, bytes: &[u8], start: usize) -> usize {
+        let end = start + simd::scan_string::<false>(self.isa, &bytes[start..]);
+        match std::str::from_utf8(&bytes[start..end]) {
+            Ok(_) => end,
+            Err(e) => {
+                let bad = start + e.valid_up_to();
+                if e.error_len().is_none() && end == bytes.len() {
+                    // A sequence cut by the end of this piece: carry it in the state.
+                    for (k, &b) in bytes[bad..end].iter().enumerate() {
+                        self.utf8_step(b, self.offset + (bad + k) as u64);
+                    }
+                } else {
+                    self.fail(InvalidReason::Utf8 {
+                        offset: self.offset + bad as u64,
+                    });
+                }
+                end
+            }
+        }
+    }
+
+    /// One byte of a string through the UTF-8 automaton (used only at piece boundaries).
+    fn utf8_step(&mut self, b: u8, at: u64) {
+        match self.st {
+            St::Utf8 { need, lo, hi } => {
+                if b < lo || b > hi {
+                    self.fail(InvalidReason::Utf8 { offset: at });
+                } else if need == 1 {
+                    self.st = St::Str;
+                } else {
+                    self.st = St::Utf8 {
+                        need: need - 1,
+                        lo: 0x80,
+                        hi: 0xBF,
+                    };
+                }
+            }
+            _ => {
+                self.st = match b {
+                    0xC2..=0xDF => St::Utf8 {
+                        need: 1,
+                        lo: 0x80,
+                        hi: 0xBF,
+                    },
+                    0xE0 => St::Utf8 {
+                        need: 2,
+                        lo: 0xA0,
+                        hi: 0xBF,
+                    },
+                    0xED => St::Utf8 {
+                        need: 2,
+                        lo: 0x80,
+                        hi: 0x9F,
+                    },
+                    0xE1..=0xEF => St::Utf8 {
+                        need: 2,
+                        lo: 0x80,
+                        hi: 0xBF,
+                    },
+                    0xF0 => St::Utf8 {
+                        need: 3,
+                        lo: 0x90,
+                        hi: 0xBF,
+                    },
+                    0xF1..=0xF3 => St::Utf8 {
+                        need: 3,
+                        lo: 0x80,
+                        hi: 0xBF,
+                    },
+                    0xF4 => St::Utf8 {
+                        need: 3,
+                        lo: 0x80,
+                        hi: 0x8F,
+                    },
+                    _ => return self.fail(InvalidReason::Utf8 { offset: at }),
+                };
+            }
+        }
+    }
+}

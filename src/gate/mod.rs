@@ -1,0 +1,325 @@
+//! JSON completeness gate: is this message exactly one complete JSON value?
+//!
+//! A [`Gate`] is fed the bytes of one message in pieces of any size ([`Gate::feed`]) and can say at any
+//! moment which [`Verdict`] the input would get if it ended there ([`Gate::verdict`]). It keeps a small
+//! carried state, never copies or re-reads the input, and does not allocate per call (only the nesting
+//! bit-stack grows, amortised, up to the configured depth limit).
+//!
+//! ```
+//! use ssegate::gate::{Gate, Verdict};
+//!
+//! let mut gate = Gate::new();
+//! gate.feed(br#"{"jsonrpc":"2.0","id":1,"res"#);
+//! assert_eq!(gate.verdict(), Verdict::Incomplete);
+//! gate.feed(br#"ult":{"text":"hi"}}"#);
+//! assert_eq!(gate.verdict(), Verdict::Complete);
+//! // The duplicated-prefix signature: a resumed stream appended onto a partial event.
+//! gate.feed(br#"{"jsonrpc""#);
+//! assert_eq!(gate.verdict(), Verdict::Trailing);
+//! ```
+//!
+//! Two engines live behind the one type:
+//!
+//! - the **exact recogniser** (default, [`Config::exact`]`(true)`): a JSON grammar pushdown automaton
+//!   (RFC 8259, UTF-8 only), incremental, without recursion, that skips string contents with SIMD
+//!   scanning. Its verdicts are precise.
+//! - the **fast path** ([`Config::exact`]`(false)`): simdjson stage-1 style bracket balancing made
+//!   resumable (escape carry, in-string carry, depth, a stack of container kinds), with AVX-512BW / AVX2
+//!   kernels picked at run time. Its `Complete` means "one balanced top-level container"; it cannot see
+//!   `{"a" 1}`. [`Gate::check`] re-runs the exact recogniser whenever the fast verdict is not `Complete`;
+//!   with the incremental [`Gate::feed`] API the fast verdict stands, and a later parse must validate.
+//!
+//! Neither engine ever says [`Verdict::Complete`] for a proper prefix of a JSON text whose last value is
+//! a container or a string (a top-level number is `Complete` as soon as it is a number: `4` of `42`).
+//!
+//! Escaped lone surrogates (`"\ud800"`) are accepted: RFC 8259's grammar allows any `\uXXXX` escape and
+//! the conformance data in `shared/testdata` marks them as `complete` (parsers differ on them, so a later
+//! parse may still reject the text). Raw bytes that are not UTF-8, including encoded surrogates, and a
+//! byte order mark are `Invalid`.
+
+mod exact;
+mod simd;
+mod stage1;
+
+use std::fmt;
+
+use crate::sse::Data;
+
+pub use simd::Isa;
+
+use exact::Exact;
+use stage1::Stage1;
+
+/// What the input seen so far is, if it ended here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// A proper prefix of some JSON text (this includes empty and whitespace-only input).
+    Incomplete,
+    /// Exactly one JSON value, with optional whitespace around it.
+    Complete,
+    /// One complete JSON value followed by something other than whitespace: the signature of a resumed
+    /// stream appended onto a partial event.
+    Trailing,
+    /// Neither a JSON text nor a prefix of one.
+    Invalid,
+}
+
+impl Verdict {
+    /// The verdict as the lower-case word the CLI prints: `incomplete`, `complete`, `trailing` or
+    /// `invalid`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Incomplete => "incomplete",
+            Verdict::Complete => "complete",
+            Verdict::Trailing => "trailing",
+            Verdict::Invalid => "invalid",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why the gate said [`Verdict::Invalid`]. Offsets count bytes from the start of the message.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InvalidReason {
+    /// The opening bracket at `offset` nests deeper than `limit` ([`Config::max_depth`]).
+    TooDeep {
+        /// The configured maximum nesting depth.
+        limit: usize,
+        /// Offset of the bracket that went over the limit.
+        offset: u64,
+    },
+    /// The closing bracket at `offset` does not match the open container (`{]`, `[}`).
+    Mismatched {
+        /// Offset of the closing bracket.
+        offset: u64,
+    },
+    /// The byte at `offset` cannot continue any JSON text.
+    Syntax {
+        /// Offset of the offending byte.
+        offset: u64,
+    },
+    /// A raw control character (below U+0020) inside a string at `offset`.
+    ControlCharacter {
+        /// Offset of the control character.
+        offset: u64,
+    },
+    /// Bytes that are not UTF-8 inside a string, starting at `offset`.
+    Utf8 {
+        /// Offset of the first byte that cannot be part of a UTF-8 sequence.
+        offset: u64,
+    },
+}
+
+impl InvalidReason {
+    /// Offset of the byte where the input stopped being (a prefix of) JSON.
+    pub fn offset(&self) -> u64 {
+        match *self {
+            InvalidReason::TooDeep { offset, .. }
+            | InvalidReason::Mismatched { offset }
+            | InvalidReason::Syntax { offset }
+            | InvalidReason::ControlCharacter { offset }
+            | InvalidReason::Utf8 { offset } => offset,
+        }
+    }
+}
+
+impl fmt::Display for InvalidReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvalidReason::TooDeep { limit, offset } => {
+                write!(f, "nesting deeper than {limit} levels at byte {offset}")
+            }
+            InvalidReason::Mismatched { offset } => {
+                write!(f, "mismatched closing bracket at byte {offset}")
+            }
+            InvalidReason::Syntax { offset } => write!(f, "JSON syntax error at byte {offset}"),
+            InvalidReason::ControlCharacter { offset } => {
+                write!(f, "raw control character in a string at byte {offset}")
+            }
+            InvalidReason::Utf8 { offset } => write!(f, "invalid UTF-8 at byte {offset}"),
+        }
+    }
+}
+
+impl std::error::Error for InvalidReason {}
+
+/// Configuration for a [`Gate`]; `Config::default()` is what [`Gate::new`] uses.
+#[derive(Clone, Debug)]
+pub struct Config {
+    max_depth: usize,
+    exact: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_depth: 1024,
+            exact: true,
+        }
+    }
+}
+
+impl Config {
+    /// Default configuration: depth limit 1024, exact verdicts.
+    pub fn new() -> Self {
+        Config::default()
+    }
+
+    /// Maximum nesting depth of arrays and objects (default 1024). One more level is
+    /// [`InvalidReason::TooDeep`]. The gate's own memory for nesting is one byte per level in use.
+    pub fn max_depth(&mut self, max_depth: usize) -> &mut Self {
+        self.max_depth = max_depth;
+        self
+    }
+
+    /// Whether the exact recogniser decides verdicts (default `true`). With `false`, [`Gate::feed`] runs only
+    /// the SIMD bracket-balancing fast path, whose `Complete` means "balanced"; [`Gate::check`] still falls
+    /// back to the exact recogniser when the fast verdict is not `Complete`.
+    pub fn exact(&mut self, exact: bool) -> &mut Self {
+        self.exact = exact;
+        self
+    }
+
+    /// A gate with this configuration, using the best instruction set this CPU has.
+    pub fn build(&self) -> Gate {
+        self.build_inner(Isa::detect())
+    }
+
+    /// A gate forced onto `isa`, or `None` when this CPU (or this build) cannot run it. For benches and
+    /// differential tests.
+    #[doc(hidden)]
+    pub fn build_with_isa(&self, isa: Isa) -> Option<Gate> {
+        isa.is_available().then(|| self.build_inner(isa))
+    }
+
+    fn build_inner(&self, isa: Isa) -> Gate {
+        Gate {
+            exact_mode: self.exact,
+            use_exact: self.exact,
+            exact: Exact::new(self.max_depth, isa),
+            fast: Stage1::new(self.max_depth, isa),
+            config: self.clone(),
+        }
+    }
+}
+
+/// The incremental JSON completeness gate. See the [module docs](self).
+pub struct Gate {
+    config: Config,
+    /// `Config::exact`.
+    exact_mode: bool,
+    /// Which engine's state answers `verdict()`: the exact one in exact mode, or after `check` fell back.
+    use_exact: bool,
+    exact: Exact,
+    fast: Stage1,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::new()
+    }
+}
+
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gate")
+            .field("config", &self.config)
+            .field("isa", &self.isa())
+            .field("verdict", &self.verdict())
+            .field("invalid_reason", &self.invalid_reason())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gate {
+    /// A gate with the default [`Config`].
+    pub fn new() -> Gate {
+        Config::default().build()
+    }
+
+    /// A default-configured gate forced onto `isa` (`None` if unavailable). For benches and tests.
+    #[doc(hidden)]
+    pub fn with_isa(isa: Isa) -> Option<Gate> {
+        Config::default().build_with_isa(isa)
+    }
+
+    /// The instruction set this gate's kernels use.
+    #[doc(hidden)]
+    pub fn isa(&self) -> Isa {
+        self.exact.isa()
+    }
+
+    /// Feeds the next piece of the message. O(`bytes.len()`), no allocation (beyond the amortised growth of
+    /// the nesting stack). Once the verdict is `Trailing` or `Invalid` further bytes are ignored.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.use_exact {
+            self.exact.feed(bytes);
+        } else {
+            self.fast.feed(bytes, &mut self.exact);
+        }
+    }
+
+    /// The verdict if the input ended here. Cheap; may be called at any time.
+    pub fn verdict(&self) -> Verdict {
+        if self.use_exact {
+            self.exact.verdict()
+        } else {
+            self.fast.verdict(&self.exact)
+        }
+    }
+
+    /// Why the verdict is [`Verdict::Invalid`] (`None` for any other verdict).
+    pub fn invalid_reason(&self) -> Option<&InvalidReason> {
+        if self.use_exact {
+            self.exact.reason()
+        } else {
+            self.fast.reason(&self.exact)
+        }
+    }
+
+    /// Forgets the message seen so far, keeping allocations, ready for the next message.
+    pub fn reset(&mut self) {
+        self.use_exact = self.exact_mode;
+        self.exact.reset();
+        self.fast.reset();
+    }
+
+    /// Resets, feeds every segment of `data`, and returns the verdict. In fast mode
+    /// ([`Config::exact`]`(false)`) a verdict other than `Complete` is re-derived by the exact recogniser,
+    /// so only `Complete` means "balanced but not validated".
+    pub fn check(&mut self, data: &Data) -> Verdict {
+        self.reset();
+        for segment in data.chunks() {
+            self.feed(segment);
+        }
+        let verdict = self.verdict();
+        if !self.use_exact && verdict != Verdict::Complete && !self.fast.delegated() {
+            self.use_exact = true;
+            self.exact.reset();
+            for segment in data.chunks() {
+                self.exact.feed(segment);
+            }
+            return self.exact.verdict();
+        }
+        verdict
+    }
+}
+
+/// The verdict for a whole message with the default configuration.
+pub fn verdict_of(bytes: &[u8]) -> Verdict {
+    let mut gate = Gate::new();
+    gate.feed(bytes);
+    gate.verdict()
+}
+
+/// Whether `b` is JSON whitespace (RFC 8259 `ws`).
+#[inline(always)]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}

@@ -1,0 +1,574 @@
+//! A complete message and its parse: [`Message`] holds the bytes of one JSON-RPC message (the event's
+//! data rope, zero-copy) and parses it on demand with `simd-json`, through a reusable [`Parser`].
+//!
+//! ```
+//! use ssegate::message::{Message, Parser, RpcId, RpcKind};
+//! use simd_json::prelude::*;
+//!
+//! let msg = Message::new(r#"{"jsonrpc":"2.0","id":7,"result":{"text":"hi"}}"#.into());
+//! let peek = msg.jsonrpc_peek();
+//! assert_eq!((peek.kind, peek.id), (RpcKind::Response, Some(RpcId::Number(7))));
+//!
+//! let mut parser = Parser::new();
+//! let value = msg.parse_value(&mut parser).unwrap();
+//! assert_eq!(value["result"]["text"].as_str(), Some("hi"));
+//! ```
+#![forbid(unsafe_code)]
+
+use std::fmt;
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use simd_json::{BorrowedValue, Buffers, Deserializer, INPUT_PADDING, Tape};
+
+use crate::sse::Data;
+
+/// One complete JSON-RPC message (or batch): the bytes of an event's data, as the decoder's rope of
+/// `Bytes` slices. Nothing is copied until a parse or [`Message::to_bytes`] asks for contiguous bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    data: Data,
+}
+
+/// Why a message did not parse.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The message has no bytes.
+    Empty,
+    /// simd-json rejected the text or could not map it onto the requested type.
+    Json {
+        /// Byte offset simd-json reported.
+        offset: usize,
+        /// simd-json's error.
+        source: simd_json::Error,
+    },
+}
+
+impl fmt::Display for MessageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MessageError::Empty => f.write_str("empty message"),
+            MessageError::Json { offset, source } => {
+                write!(f, "message does not parse at byte {offset}: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MessageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MessageError::Json { source, .. } => Some(source),
+            MessageError::Empty => None,
+        }
+    }
+}
+
+impl MessageError {
+    #[cold]
+    fn json(source: simd_json::Error) -> MessageError {
+        MessageError::Json {
+            offset: source.index(),
+            source,
+        }
+    }
+}
+
+/// Reusable parse state: simd-json's [`Buffers`], its tape, and one padded scratch buffer that receives the
+/// message bytes (simd-json unescapes in place, so the bytes are copied exactly once, padding included).
+pub struct Parser {
+    buffers: Buffers,
+    scratch: Vec<u8>,
+    tape: Option<Tape<'static>>,
+}
+
+impl fmt::Debug for Parser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Parser")
+            .field("scratch_capacity", &self.scratch.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Parser::new()
+    }
+}
+
+impl Parser {
+    /// A parser with empty buffers (they grow to the largest message seen and are kept).
+    pub fn new() -> Parser {
+        Parser {
+            buffers: Buffers::default(),
+            scratch: Vec::new(),
+            tape: Some(Tape::null()),
+        }
+    }
+
+    /// Copies `data` into the padded scratch buffer and builds simd-json's tape over it; `f` gets the
+    /// tape's deserializer. The tape allocation is kept for the next message.
+    fn with_deserializer<'p, R>(
+        &'p mut self,
+        data: &Data,
+        f: impl FnOnce(&mut Deserializer<'p>) -> Result<R, simd_json::Error>,
+    ) -> Result<R, MessageError> {
+        if data.is_empty() {
+            return Err(MessageError::Empty);
+        }
+        let Parser {
+            buffers,
+            scratch,
+            tape: kept,
+        } = self;
+        scratch.clear();
+        scratch.reserve(data.len() + INPUT_PADDING);
+        data.copy_to(scratch);
+        let len = scratch.len();
+        scratch.resize(len + INPUT_PADDING, b' ');
+        let mut tape: Tape<'p> = kept.take().unwrap_or_else(Tape::null).reset();
+        let filled = simd_json::fill_tape_padded(scratch, len, buffers, &mut tape);
+        let mut de = Deserializer::from_tape(tape);
+        let out = filled.and_then(|()| f(&mut de));
+        *kept = Some(de.into_tape().reset());
+        out.map_err(MessageError::json)
+    }
+}
+
+impl Message {
+    /// Wraps an event's data (which the gate judged `Complete`).
+    pub fn new(data: Data) -> Message {
+        Message { data }
+    }
+
+    /// The message bytes, as a rope of the input chunks.
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// Gives the rope back.
+    pub fn into_data(self) -> Data {
+        self.data
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the message has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The bytes as one contiguous `Bytes` (a refcount bump for a one-segment rope, one copy otherwise).
+    #[must_use]
+    pub fn to_bytes(&self) -> Bytes {
+        self.data.contiguous()
+    }
+
+    /// Parses into a simd-json borrowed value whose strings borrow from `parser`'s scratch buffer.
+    pub fn parse_value<'p>(
+        &self,
+        parser: &'p mut Parser,
+    ) -> Result<BorrowedValue<'p>, MessageError> {
+        parser.with_deserializer(&self.data, |de| serde::Deserialize::deserialize(de))
+    }
+
+    /// Parses into any owned serde type, reusing `parser`'s buffers.
+    pub fn deserialize_with<T: DeserializeOwned>(
+        &self,
+        parser: &mut Parser,
+    ) -> Result<T, MessageError> {
+        parser.with_deserializer(&self.data, |de| T::deserialize(de))
+    }
+
+    /// Parses into any owned serde type with a fresh [`Parser`] (use [`Message::deserialize_with`] in loops).
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, MessageError> {
+        self.deserialize_with(&mut Parser::new())
+    }
+
+    /// Reads only the top-level `id`, `method`, `result` and `error` keys, skipping nested values and
+    /// string contents, without a parse. Meant for a message the gate judged `Complete`; on anything else
+    /// it answers [`RpcKind::Other`] rather than fail.
+    pub fn jsonrpc_peek(&self) -> RpcPeek {
+        peek(&self.data).unwrap_or(RpcPeek {
+            kind: RpcKind::Other,
+            id: None,
+        })
+    }
+}
+
+impl From<Data> for Message {
+    fn from(data: Data) -> Self {
+        Message::new(data)
+    }
+}
+
+/// What kind of JSON-RPC message this is, from its top-level keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RpcKind {
+    /// An object with `method` and `id`.
+    Request,
+    /// An object with `method` and no `id`.
+    Notification,
+    /// An object with `result` or `error`, and `id`.
+    Response,
+    /// A top-level array.
+    Batch,
+    /// Anything else.
+    Other,
+}
+
+/// A JSON-RPC id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RpcId {
+    /// An integer id that fits `i64`.
+    Number(i64),
+    /// A string id, unescaped.
+    String(Box<str>),
+    /// `null` (error responses to unparseable requests).
+    Null,
+    /// Any other id value, as its JSON text (a fraction, a huge integer, ...).
+    Raw(Box<str>),
+}
+
+/// The result of [`Message::jsonrpc_peek`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RpcPeek {
+    /// What the top-level keys say the message is.
+    pub kind: RpcKind,
+    /// The top-level `id`, when present.
+    pub id: Option<RpcId>,
+}
+
+/// A byte cursor over the rope's segments.
+struct Cursor<'a> {
+    segs: &'a [Bytes],
+    seg: usize,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&mut self) -> Option<u8> {
+        while self.seg < self.segs.len() {
+            if let Some(&b) = self.segs[self.seg].get(self.pos) {
+                return Some(b);
+            }
+            self.seg += 1;
+            self.pos = 0;
+        }
+        None
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.pos += 1;
+        Some(b)
+    }
+
+    fn skip_ws(&mut self) -> Option<u8> {
+        loop {
+            match self.peek()? {
+                b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
+                b => return Some(b),
+            }
+        }
+    }
+
+    /// After an opening quote: skips to just past the closing quote, jumping with memchr; with `out`,
+    /// collects the raw (still escaped) contents.
+    fn skip_string(&mut self, mut out: Option<&mut Vec<u8>>) -> Option<()> {
+        let mut escaped = false;
+        loop {
+            self.peek()?;
+            let seg = &self.segs[self.seg][self.pos..];
+            if escaped {
+                if let Some(o) = out.as_deref_mut() {
+                    o.push(seg[0]);
+                }
+                escaped = false;
+                self.pos += 1;
+                continue;
+            }
+            match memchr::memchr2(b'"', b'\\', seg) {
+                None => {
+                    if let Some(o) = out.as_deref_mut() {
+                        o.extend_from_slice(seg);
+                    }
+                    self.pos += seg.len();
+                }
+                Some(k) => {
+                    if let Some(o) = out.as_deref_mut() {
+                        o.extend_from_slice(&seg[..k + usize::from(seg[k] == b'\\')]);
+                    }
+                    self.pos += k + 1;
+                    if seg[k] == b'"' {
+                        return Some(());
+                    }
+                    escaped = true;
+                }
+            }
+        }
+    }
+
+    /// Skips one value starting at the current (non-whitespace) byte; with `out`, collects the raw text of
+    /// a scalar (strings without their quotes).
+    fn skip_value(&mut self, out: Option<&mut Vec<u8>>) -> Option<()> {
+        match self.next()? {
+            b'"' => self.skip_string(out),
+            b'{' | b'[' => {
+                let mut depth = 1usize;
+                while depth > 0 {
+                    match self.next()? {
+                        b'"' => self.skip_string(None)?,
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                Some(())
+            }
+            first => {
+                let mut out = out;
+                if let Some(o) = out.as_deref_mut() {
+                    o.push(first);
+                }
+                while let Some(b) = self.peek() {
+                    if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    if let Some(o) = out.as_deref_mut() {
+                        o.push(b);
+                    }
+                    self.pos += 1;
+                }
+                Some(())
+            }
+        }
+    }
+}
+
+fn peek(data: &Data) -> Option<RpcPeek> {
+    let mut c = Cursor {
+        segs: data.segments(),
+        seg: 0,
+        pos: 0,
+    };
+    match c.skip_ws()? {
+        b'[' => {
+            return Some(RpcPeek {
+                kind: RpcKind::Batch,
+                id: None,
+            });
+        }
+        b'{' => c.pos += 1,
+        _ => return None,
+    }
+    let (mut method, mut result, mut id) = (false, false, None);
+    let mut key = Vec::new();
+    let mut raw = Vec::new();
+    loop {
+        match c.skip_ws()? {
+            b'}' => break,
+            b'"' => c.pos += 1,
+            _ => return None,
+        }
+        key.clear();
+        c.skip_string(Some(&mut key))?;
+        if c.skip_ws()? != b':' {
+            return None;
+        }
+        c.pos += 1;
+        let first = c.skip_ws()?;
+        match key.as_slice() {
+            b"id" => {
+                raw.clear();
+                c.skip_value(Some(&mut raw))?;
+                id = Some(parse_id(first, &raw)?);
+            }
+            b"method" => {
+                method = true;
+                c.skip_value(None)?;
+            }
+            b"result" | b"error" => {
+                result = true;
+                c.skip_value(None)?;
+            }
+            _ => c.skip_value(None)?,
+        }
+        match c.skip_ws()? {
+            b',' => c.pos += 1,
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    let kind = match (method, result, id.is_some()) {
+        (true, false, true) => RpcKind::Request,
+        (true, false, false) => RpcKind::Notification,
+        (false, true, true) => RpcKind::Response,
+        _ => RpcKind::Other,
+    };
+    Some(RpcPeek { kind, id })
+}
+
+fn parse_id(first: u8, raw: &[u8]) -> Option<RpcId> {
+    let text = std::str::from_utf8(raw).ok()?;
+    Some(match first {
+        b'"' => RpcId::String(unescape(text)?.into()),
+        b'n' if text == "null" => RpcId::Null,
+        _ => match text.parse::<i64>() {
+            Ok(n) => RpcId::Number(n),
+            Err(_) => RpcId::Raw(text.into()),
+        },
+    })
+}
+
+/// Unescapes the contents of a JSON string (between the quotes).
+fn unescape(s: &str) -> Option<String> {
+    if !s.contains('\\') {
+        return Some(s.to_owned());
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    let hex4 = |chars: &mut std::str::Chars<'_>| -> Option<u32> {
+        let h: String = chars.by_ref().take(4).collect();
+        if h.len() == 4 {
+            u32::from_str_radix(&h, 16).ok()
+        } else {
+            None
+        }
+    };
+    while let Some(ch) = chars.next() {
+        if ch != '\\' {
+            out.push(ch);
+            continue;
+        }
+        out.push(match chars.next()? {
+            '"' => '"',
+            '\\' => '\\',
+            '/' => '/',
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            'u' => {
+                let hi = hex4(&mut chars)?;
+                if (0xD800..0xDC00).contains(&hi) {
+                    let rest = chars.as_str();
+                    let lo = rest
+                        .strip_prefix("\\u")
+                        .and_then(|r| u32::from_str_radix(r.get(..4)?, 16).ok());
+                    match lo {
+                        Some(lo @ 0xDC00..=0xDFFF) => {
+                            chars = rest[6..].chars();
+                            char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
+                        }
+                        _ => char::REPLACEMENT_CHARACTER,
+                    }
+                } else {
+                    char::from_u32(hi).unwrap_or(char::REPLACEMENT_CHARACTER)
+                }
+            }
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rope(parts: &[&'static str]) -> Data {
+        let mut d = Data::new();
+        for p in parts {
+            d.push(Bytes::from_static(p.as_bytes()));
+        }
+        d
+    }
+
+    #[test]
+    fn peek_kinds_and_ids() {
+        let cases: &[(&str, RpcKind, Option<RpcId>)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"id":9}}"#,
+                RpcKind::Request,
+                Some(RpcId::Number(1)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":"x"}}"#,
+                RpcKind::Notification,
+                None,
+            ),
+            (
+                r#"{"result":{"id":3,"s":"\"}"},"jsonrpc":"2.0","id":"a\"\u00e9\ud83d\ude00"}"#,
+                RpcKind::Response,
+                Some(RpcId::String("a\"é😀".into())),
+            ),
+            (
+                r#" { "jsonrpc" : "2.0" , "id" : null , "error" : {"code":-32700} } "#,
+                RpcKind::Response,
+                Some(RpcId::Null),
+            ),
+            (
+                r#"{"id":1.5,"result":[1,[2],{"a":"]"}]}"#,
+                RpcKind::Response,
+                Some(RpcId::Raw("1.5".into())),
+            ),
+            (
+                r#"[{"jsonrpc":"2.0","id":1,"method":"a"}]"#,
+                RpcKind::Batch,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0"}"#, RpcKind::Other, None),
+            (r#""just a string""#, RpcKind::Other, None),
+            (r#"{"id":1,"method""#, RpcKind::Other, None),
+        ];
+        for (text, kind, id) in cases {
+            let whole = Message::new(Data::from(Bytes::from_static(text.as_bytes())));
+            let peek = whole.jsonrpc_peek();
+            assert_eq!((&peek.kind, &peek.id), (kind, id), "{text}");
+            // The same bytes cut into a rope at every point.
+            for k in 0..text.len() {
+                let m = Message::new(rope(&[&text[..k], &text[k..]]));
+                assert_eq!(m.jsonrpc_peek(), peek, "{text} cut at {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn parse_value_and_deserialize_reuse_the_parser() {
+        use simd_json::prelude::*;
+        let mut parser = Parser::new();
+        for round in 0..3 {
+            let m = Message::new(rope(&[
+                r#"{"jsonrpc":"2.0","id":5,"#,
+                r#""result":{"text":"a\nb","n":[1,2.5]}}"#,
+            ]));
+            {
+                let v = m.parse_value(&mut parser).unwrap();
+                assert_eq!(v["result"]["text"].as_str(), Some("a\nb"), "round {round}");
+                assert_eq!(v["id"].as_u64(), Some(5));
+            }
+            #[derive(serde::Deserialize, PartialEq, Debug)]
+            struct Resp {
+                id: u64,
+                result: serde::de::IgnoredAny,
+            }
+            let r: Resp = m.deserialize_with(&mut parser).unwrap();
+            assert_eq!(r.id, 5);
+        }
+        let bad = Message::new(Data::from("{\"a\" 1}"));
+        let err = bad.parse_value(&mut parser).unwrap_err();
+        assert!(matches!(err, MessageError::Json { .. }), "{err}");
+        assert!(matches!(
+            Message::new(Data::new()).deserialize::<u8>(),
+            Err(MessageError::Empty)
+        ));
+        let top = Message::new(Data::from("42"));
+        assert_eq!(top.deserialize::<u32>().unwrap(), 42);
+    }
+}

@@ -1,0 +1,74 @@
+//! `ssegate gate` through the built binary: one word, the same under every split.
+#![cfg(feature = "cli")]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn gate(args: &[&str], input: &[u8]) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .arg("gate")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ssegate");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn prints_one_verdict_word_under_every_split() {
+    let cases: &[(&[u8], &str)] = &[
+        (
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\"b\\"}]}}"#,
+            "complete",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"te"#,
+            "incomplete",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"res{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            "invalid",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}{"jsonrpc""#,
+            "trailing",
+        ),
+        (b"", "incomplete"),
+        (b"42\n", "complete"),
+        (b"\xef\xbb\xbf{}", "invalid"),
+    ];
+    for &(input, want) in cases {
+        for args in [
+            &[][..],
+            &["--split", "1"],
+            &["--split", "7"],
+            &["--split-random", "42"],
+        ] {
+            assert_eq!(
+                gate(args, input),
+                format!("{want}\n"),
+                "{args:?} {:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+}
+
+#[test]
+fn reads_a_file() {
+    let dir = std::env::temp_dir().join(format!("ssegate-cli-gate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("msg.json");
+    std::fs::write(&path, br#"[1, {"a": [true, null]}]"#).unwrap();
+    assert_eq!(gate(&[path.to_str().unwrap()], b""), "complete\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
