@@ -21,7 +21,10 @@ pub struct Data {
 impl Data {
     /// An empty rope.
     pub const fn new() -> Self {
-        Data { segments: SmallVec::new_const(), len: 0 }
+        Data {
+            segments: SmallVec::new_const(),
+            len: 0,
+        }
     }
 
     /// Appends one segment (empty segments are dropped: they carry no bytes).
@@ -100,7 +103,11 @@ impl Data {
 impl std::fmt::Debug for Data {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         const SHOW: usize = 64;
-        let head: Vec<u8> = self.chunks().flat_map(|c| c.iter().copied()).take(SHOW).collect();
+        let head: Vec<u8> = self
+            .chunks()
+            .flat_map(|c| c.iter().copied())
+            .take(SHOW)
+            .collect();
         f.debug_struct("Data")
             .field("len", &self.len)
             .field("segments", &self.segments.len())

@@ -10,7 +10,11 @@ mod input;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
-#[command(name = "ssegate", version, about = "SSE decoding, JSON completeness gating and resumption checks for MCP")]
+#[command(
+    name = "ssegate",
+    version,
+    about = "SSE decoding, JSON completeness gating and resumption checks for MCP"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

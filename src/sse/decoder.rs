@@ -1,0 +1,684 @@
+//! The incremental decoder: [`Decoder`] and its [`Config`].
+//!
+//! Feed chunks with [`Decoder::feed`], pull events with [`Decoder::next_event`] until it returns
+//! `None` (more input needed), and call [`Decoder::finish`] when the connection's input ends.
+//! Every byte is classified once, wherever the chunk boundaries fall, and event data is handed out
+//! as [`Bytes`] slices of the chunks.
+#![forbid(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
+
+use super::event::{Data, Event, LF, PartialEvent};
+
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+/// Longest known field name (`event`, `retry`): a name that is longer is an unknown field.
+const NAME_MAX: usize = 5;
+
+/// Limits for a [`Decoder`]; every one has a default, and [`Config::build`] makes the decoder.
+///
+/// Exceeding a limit is a typed [`DecodeError`]; the decoder then discards input up to the next
+/// blank line and carries on, so no input makes it hold more than the limits.
+#[derive(Clone, Debug)]
+pub struct Config {
+    max_line: usize,
+    max_event: usize,
+    max_field: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_line: 64 << 20,
+            max_event: 64 << 20,
+            max_field: 4 << 10,
+        }
+    }
+}
+
+impl Config {
+    /// Longest line, in bytes, line end excluded (default 64 MiB). Applies to every line,
+    /// comments and unknown fields included, although those are only scanned, never held.
+    pub fn max_line(&mut self, n: usize) -> &mut Self {
+        self.max_line = n;
+        self
+    }
+
+    /// Most data bytes one event may hold: the `data` values plus their LF joins (default 64 MiB).
+    pub fn max_event(&mut self, n: usize) -> &mut Self {
+        self.max_event = n;
+        self
+    }
+
+    /// Longest `id`, `event` or `retry` value, in bytes (default 4 KiB): these are the only field
+    /// values held besides data.
+    pub fn max_field(&mut self, n: usize) -> &mut Self {
+        self.max_field = n;
+        self
+    }
+
+    /// A decoder with these limits.
+    pub fn build(&self) -> Decoder {
+        Decoder {
+            config: self.clone(),
+            queue: VecDeque::new(),
+            cur: Bytes::new(),
+            pos: 0,
+            chunk_base: 0,
+            pending_cr: false,
+            state: State::Bom(0),
+            name: [0; NAME_MAX],
+            name_len: 0,
+            line_start: 0,
+            open: false,
+            block_start: 0,
+            discard: false,
+            data: Data::new(),
+            has_data: false,
+            event_type: None,
+            own_id: None,
+            block_retry: None,
+            field: SmallVec::new(),
+            field_len: 0,
+            retry_value: 0,
+            retry_valid: true,
+            last_event_id: Bytes::new(),
+            retry: None,
+        }
+    }
+}
+
+/// A limit was exceeded. The event being built is dropped and the decoder skips to the next blank
+/// line; the events after it are decoded normally.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// A line was longer than [`Config::max_line`].
+    LineTooLong {
+        /// The limit, in bytes.
+        limit: usize,
+        /// Stream offset of the start of the line.
+        offset: u64,
+    },
+    /// An event's data grew beyond [`Config::max_event`].
+    EventTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+        /// Stream offset of the start of the line that crossed the limit.
+        offset: u64,
+    },
+    /// An `id`, `event` or `retry` value was longer than [`Config::max_field`].
+    FieldTooLong {
+        /// The limit, in bytes.
+        limit: usize,
+        /// Stream offset of the start of the line.
+        offset: u64,
+    },
+}
+
+impl DecodeError {
+    #[cold]
+    fn line_too_long(limit: usize, offset: u64) -> Self {
+        DecodeError::LineTooLong { limit, offset }
+    }
+
+    #[cold]
+    fn event_too_large(limit: usize, offset: u64) -> Self {
+        DecodeError::EventTooLarge { limit, offset }
+    }
+
+    #[cold]
+    fn field_too_long(limit: usize, offset: u64) -> Self {
+        DecodeError::FieldTooLong { limit, offset }
+    }
+
+    /// Stream offset of the start of the offending line.
+    pub fn offset(&self) -> u64 {
+        match *self {
+            DecodeError::LineTooLong { offset, .. }
+            | DecodeError::EventTooLarge { offset, .. }
+            | DecodeError::FieldTooLong { offset, .. } => offset,
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::LineTooLong { limit, offset } => write!(
+                f,
+                "SSE line starting at byte {offset} is longer than {limit} bytes; event dropped, skipping to the next blank line"
+            ),
+            DecodeError::EventTooLarge { limit, offset } => write!(
+                f,
+                "SSE event data exceeds {limit} bytes (line starting at byte {offset}); event dropped, skipping to the next blank line"
+            ),
+            DecodeError::FieldTooLong { limit, offset } => write!(
+                f,
+                "SSE id/event/retry value on the line starting at byte {offset} is longer than {limit} bytes; event dropped, skipping to the next blank line"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Where the scanner stands inside the current line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Connection start: this many bytes of a leading BOM matched so far.
+    Bom(u8),
+    /// At the first byte of a line.
+    LineStart,
+    /// Reading a field name (`name[..name_len]` so far), no colon yet.
+    Name,
+    /// Just after the colon: one space, if it is next, is dropped.
+    Space(Field),
+    /// In a known field's value.
+    Value(Field),
+    /// In a comment, an unknown field, or a line being discarded: scanned, never held.
+    Skip,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Data,
+    Event,
+    Id,
+    Retry,
+}
+
+/// Incremental, zero-copy SSE decoder (WHATWG "interpreting an event stream").
+///
+/// ```
+/// use bytes::Bytes;
+/// use ssegate::sse::Decoder;
+///
+/// let mut d = Decoder::new();
+/// d.feed(Bytes::from_static(b"id: 7\ndata: {\"a\""));
+/// assert!(d.next_event().is_none()); // the event is not complete yet
+/// d.feed(Bytes::from_static(b":1}\n\n"));
+/// let ev = d.next_event().unwrap().unwrap();
+/// assert!(ev.data.eq_bytes(br#"{"a":1}"#));
+/// assert_eq!(&ev.id[..], b"7");
+/// assert!(d.finish().is_none()); // the input ended at an event boundary
+/// ```
+#[derive(Debug)]
+pub struct Decoder {
+    config: Config,
+    /// Chunks fed but not reached yet.
+    queue: VecDeque<Bytes>,
+    /// The chunk being scanned, and where.
+    cur: Bytes,
+    pos: usize,
+    /// Stream offset of `cur[0]`.
+    chunk_base: u64,
+    /// The last line ended with a CR at the end of a chunk: a LF starting the next one belongs to it.
+    pending_cr: bool,
+    state: State,
+    name: [u8; NAME_MAX],
+    name_len: u8,
+    /// Stream offset of the current line's first byte.
+    line_start: u64,
+    /// A block (non-blank lines since the last blank line) is open, starting at `block_start`.
+    open: bool,
+    block_start: u64,
+    /// A limit was hit: skip lines up to the next blank line.
+    discard: bool,
+    // The open block.
+    data: Data,
+    has_data: bool,
+    event_type: Option<Bytes>,
+    own_id: Option<Bytes>,
+    block_retry: Option<u64>,
+    /// Pieces of an `id` / `event` value that spans chunks.
+    field: SmallVec<[Bytes; 2]>,
+    /// Bytes of the current `id` / `event` / `retry` value so far.
+    field_len: usize,
+    retry_value: u64,
+    retry_valid: bool,
+    // Persists across connections.
+    last_event_id: Bytes,
+    retry: Option<u64>,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new()
+    }
+}
+
+impl Decoder {
+    /// A decoder with the default [`Config`].
+    pub fn new() -> Decoder {
+        Config::default().build()
+    }
+
+    /// Queues a chunk of the stream (any size; empty chunks are fine). Nothing is scanned until
+    /// [`Decoder::next_event`] is called.
+    pub fn feed(&mut self, chunk: Bytes) {
+        if !chunk.is_empty() {
+            self.queue.push_back(chunk);
+        }
+    }
+
+    /// The next dispatched event, a limit error, or `None` when every queued byte is consumed and
+    /// more input is needed.
+    ///
+    /// After an error the decoder has already resynchronised: keep calling.
+    pub fn next_event(&mut self) -> Option<Result<Event, DecodeError>> {
+        loop {
+            if self.pos >= self.cur.len() {
+                let next = self.queue.pop_front()?;
+                self.chunk_base += self.cur.len() as u64;
+                self.cur = next;
+                self.pos = 0;
+                if self.pending_cr {
+                    self.pending_cr = false;
+                    if self.cur[0] == b'\n' {
+                        self.pos = 1;
+                    }
+                }
+                continue;
+            }
+            // Taking the chunk out lets the scanner borrow it while it updates `self`.
+            let cur = std::mem::take(&mut self.cur);
+            let r = self.scan(&cur);
+            self.cur = cur;
+            if r.is_some() {
+                return r;
+            }
+        }
+    }
+
+    /// Ends this connection's input and returns the block still open, if any (it is never
+    /// dispatched).
+    ///
+    /// Call [`Decoder::next_event`] until it returns `None` first: input still queued is dropped
+    /// unscanned. The per-connection state (BOM, pending CR, open block, [`Decoder::offset`]) is
+    /// reset, while [`Decoder::last_event_id`] and [`Decoder::retry`] are kept, as WHATWG keeps them
+    /// across reconnections: the same decoder serves the next connection.
+    pub fn finish(&mut self) -> Option<PartialEvent> {
+        let partial = match self.state {
+            State::Bom(m) if m > 0 => Some(PartialEvent {
+                bytes: u64::from(m),
+                data_len: 0,
+                id: None,
+            }),
+            _ if self.open => Some(PartialEvent {
+                bytes: self.offset() - self.block_start,
+                data_len: self.data.len() as u64,
+                id: self.own_id.clone(),
+            }),
+            _ => None,
+        };
+        self.queue.clear();
+        self.cur = Bytes::new();
+        self.pos = 0;
+        self.chunk_base = 0;
+        self.pending_cr = false;
+        self.state = State::Bom(0);
+        self.open = false;
+        self.discard = false;
+        self.reset_block();
+        partial
+    }
+
+    /// The committed last event id: set by the `id` field of a block that ended with a blank line.
+    pub fn last_event_id(&self) -> &Bytes {
+        &self.last_event_id
+    }
+
+    /// The reconnection time, in milliseconds, from the last valid `retry` field.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
+    /// Bytes of this connection's stream consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.chunk_base + self.pos as u64
+    }
+
+    /// Bytes the decoder holds for the open block (data, field values, name carry), not counting
+    /// chunks queued by [`Decoder::feed`]. Never more than the limits allow.
+    #[doc(hidden)]
+    pub fn held_bytes(&self) -> usize {
+        self.data.len() + self.field_len + usize::from(self.name_len)
+    }
+
+    fn reset_block(&mut self) {
+        self.data = Data::new();
+        self.has_data = false;
+        self.event_type = None;
+        self.own_id = None;
+        self.block_retry = None;
+        self.field.clear();
+        self.field_len = 0;
+        self.name_len = 0;
+    }
+
+    /// Scans `cur` from `self.pos`; returns at the first event or error, or at the chunk's end.
+    fn scan(&mut self, cur: &Bytes) -> Option<Result<Event, DecodeError>> {
+        let buf: &[u8] = cur;
+        let len = buf.len();
+        while self.pos < len {
+            match self.state {
+                State::LineStart => {
+                    let b = buf[self.pos];
+                    if b == b'\n' || b == b'\r' {
+                        self.line_end(buf);
+                        if let Some(ev) = self.blank_line() {
+                            return Some(Ok(ev));
+                        }
+                        continue;
+                    }
+                    let at = self.offset();
+                    if !self.open {
+                        self.open = true;
+                        self.block_start = at;
+                    }
+                    self.line_start = at;
+                    if self.discard || b == b':' {
+                        self.state = State::Skip;
+                    } else {
+                        self.name_len = 0;
+                        self.state = State::Name;
+                    }
+                }
+                State::Name => {
+                    if let Err(e) = self.scan_name(buf) {
+                        return Some(Err(e));
+                    }
+                }
+                State::Space(field) => {
+                    if buf[self.pos] == b' ' {
+                        self.pos += 1;
+                    }
+                    self.state = State::Value(field);
+                }
+                State::Value(field) => {
+                    let start = self.pos;
+                    let found = memchr::memchr2(b'\r', b'\n', &buf[start..]).map(|i| start + i);
+                    let end = found.unwrap_or(len);
+                    let r = self.value_piece(field, cur, start, end, found.is_some());
+                    self.pos = end;
+                    if let Err(e) = r {
+                        self.enter_discard();
+                        if found.is_some() {
+                            self.line_end(buf);
+                        }
+                        return Some(Err(e));
+                    }
+                    if found.is_some() {
+                        self.line_end(buf);
+                    }
+                }
+                State::Skip => {
+                    let start = self.pos;
+                    let found = memchr::memchr2(b'\r', b'\n', &buf[start..]).map(|i| start + i);
+                    let end = found.unwrap_or(len);
+                    self.pos = end;
+                    if !self.discard
+                        && self.chunk_base + end as u64 - self.line_start
+                            > self.config.max_line as u64
+                    {
+                        let e = DecodeError::line_too_long(self.config.max_line, self.line_start);
+                        self.enter_discard();
+                        if found.is_some() {
+                            self.line_end(buf);
+                        }
+                        return Some(Err(e));
+                    }
+                    if found.is_some() {
+                        self.line_end(buf);
+                    }
+                }
+                State::Bom(m) => {
+                    if buf[self.pos] == BOM[usize::from(m)] {
+                        self.pos += 1;
+                        self.state = if m == 2 {
+                            State::LineStart
+                        } else {
+                            State::Bom(m + 1)
+                        };
+                    } else if m == 0 {
+                        self.state = State::LineStart;
+                    } else {
+                        // A BOM prefix that is not a BOM starts a line whose name is not ASCII:
+                        // an unknown field.
+                        self.open = true;
+                        self.block_start = 0;
+                        self.line_start = 0;
+                        self.state = State::Skip;
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Reads field-name bytes (at most `NAME_MAX + 1`, carried across chunks).
+    fn scan_name(&mut self, buf: &[u8]) -> Result<(), DecodeError> {
+        while self.pos < buf.len() {
+            let c = buf[self.pos];
+            if c == b':' || c == b'\n' || c == b'\r' {
+                let field = match &self.name[..usize::from(self.name_len)] {
+                    b"data" => Some(Field::Data),
+                    b"event" => Some(Field::Event),
+                    b"id" => Some(Field::Id),
+                    b"retry" => Some(Field::Retry),
+                    _ => None,
+                };
+                self.name_len = 0;
+                let Some(field) = field else {
+                    self.state = State::Skip;
+                    return Ok(());
+                };
+                if c == b':' {
+                    self.pos += 1;
+                    self.state = State::Space(field);
+                } else {
+                    // No colon: the value is empty; `Value` finds the line end right here.
+                    self.state = State::Value(field);
+                }
+                return self.begin_field(field);
+            }
+            if usize::from(self.name_len) == NAME_MAX {
+                self.name_len = 0;
+                self.state = State::Skip;
+                return Ok(());
+            }
+            self.name[usize::from(self.name_len)] = c;
+            self.name_len += 1;
+            self.pos += 1;
+        }
+        Ok(())
+    }
+
+    fn begin_field(&mut self, field: Field) -> Result<(), DecodeError> {
+        match field {
+            Field::Data => {
+                if self.has_data {
+                    if self.data.len() + 1 > self.config.max_event {
+                        let e =
+                            DecodeError::event_too_large(self.config.max_event, self.line_start);
+                        self.enter_discard();
+                        self.state = State::Skip;
+                        return Err(e);
+                    }
+                    self.data.push(LF);
+                }
+                self.has_data = true;
+            }
+            Field::Event | Field::Id => {
+                self.field.clear();
+                self.field_len = 0;
+            }
+            Field::Retry => {
+                self.field_len = 0;
+                self.retry_value = 0;
+                self.retry_valid = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `cur[start..end]` into the current field's value; `complete` when `end` is the line end.
+    #[inline]
+    fn value_piece(
+        &mut self,
+        field: Field,
+        cur: &Bytes,
+        start: usize,
+        end: usize,
+        complete: bool,
+    ) -> Result<(), DecodeError> {
+        let n = end - start;
+        if self.chunk_base + end as u64 - self.line_start > self.config.max_line as u64 {
+            return Err(DecodeError::line_too_long(
+                self.config.max_line,
+                self.line_start,
+            ));
+        }
+        match field {
+            Field::Data => {
+                if n > 0 {
+                    if self.data.len() + n > self.config.max_event {
+                        return Err(DecodeError::event_too_large(
+                            self.config.max_event,
+                            self.line_start,
+                        ));
+                    }
+                    self.data.push(cur.slice(start..end));
+                }
+            }
+            Field::Event | Field::Id => {
+                if self.field_len + n > self.config.max_field {
+                    return Err(DecodeError::field_too_long(
+                        self.config.max_field,
+                        self.line_start,
+                    ));
+                }
+                if complete && self.field.is_empty() {
+                    let value = if n > 0 {
+                        cur.slice(start..end)
+                    } else {
+                        Bytes::new()
+                    };
+                    self.apply(field, value);
+                } else {
+                    if n > 0 {
+                        self.field_len += n;
+                        self.field.push(cur.slice(start..end));
+                    }
+                    if complete {
+                        let mut value = BytesMut::with_capacity(self.field_len);
+                        for piece in self.field.drain(..) {
+                            value.extend_from_slice(&piece);
+                        }
+                        self.field_len = 0;
+                        self.apply(field, value.freeze());
+                    }
+                }
+            }
+            Field::Retry => {
+                if self.field_len + n > self.config.max_field {
+                    return Err(DecodeError::field_too_long(
+                        self.config.max_field,
+                        self.line_start,
+                    ));
+                }
+                self.field_len += n;
+                for &c in &cur[start..end] {
+                    if c.is_ascii_digit() {
+                        self.retry_value = self
+                            .retry_value
+                            .saturating_mul(10)
+                            .saturating_add(u64::from(c - b'0'));
+                    } else {
+                        self.retry_valid = false;
+                    }
+                }
+                if complete {
+                    if self.retry_valid && self.field_len > 0 {
+                        self.block_retry = Some(self.retry_value);
+                        self.retry = Some(self.retry_value);
+                    }
+                    self.field_len = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, field: Field, value: Bytes) {
+        match field {
+            Field::Event => self.event_type = if value.is_empty() { None } else { Some(value) },
+            Field::Id => {
+                if memchr::memchr(0, &value).is_none() {
+                    self.own_id = Some(value);
+                }
+            }
+            Field::Data | Field::Retry => {}
+        }
+    }
+
+    /// Consumes the CR, LF or CRLF at `self.pos`; a CR at the chunk's end leaves a LF starting the
+    /// next chunk to be swallowed.
+    #[inline]
+    fn line_end(&mut self, buf: &[u8]) {
+        let cr = buf[self.pos] == b'\r';
+        self.pos += 1;
+        if cr {
+            if self.pos < buf.len() {
+                if buf[self.pos] == b'\n' {
+                    self.pos += 1;
+                }
+            } else {
+                self.pending_cr = true;
+            }
+        }
+        self.state = State::LineStart;
+    }
+
+    /// A blank line: commits the id, dispatches the block if it has data.
+    fn blank_line(&mut self) -> Option<Event> {
+        self.open = false;
+        if self.discard {
+            self.discard = false;
+            self.reset_block();
+            return None;
+        }
+        let has_own_id = match self.own_id.take() {
+            Some(id) => {
+                self.last_event_id = id;
+                true
+            }
+            None => false,
+        };
+        if !self.has_data {
+            self.event_type = None;
+            self.block_retry = None;
+            return None;
+        }
+        self.has_data = false;
+        Some(Event {
+            event: self.event_type.take(),
+            data: std::mem::take(&mut self.data),
+            id: self.last_event_id.clone(),
+            has_own_id,
+            retry: self.block_retry.take(),
+        })
+    }
+
+    /// After a limit error: drop the block, uncommitted id included, and skip to the next blank line.
+    #[cold]
+    fn enter_discard(&mut self) {
+        self.reset_block();
+        self.discard = true;
+        self.state = State::Skip;
+    }
+}
