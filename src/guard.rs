@@ -662,11 +662,11 @@ impl Guard {
             self.retry = Some(Duration::from_millis(ms));
         }
         let own_id = (event.has_own_id && !event.id.is_empty()).then(|| event.id.clone());
-        let hash = (!event.data.is_empty()).then(|| content_hash(&event.data));
+        let hash = content_hash(&event.data);
 
         if let Some(id) = &own_id {
             if let Some(seen) = self.recent.get(id) {
-                if Some(seen) == hash {
+                if seen == hash {
                     self.stats.skipped += 1;
                     return Ok(Decision::Skip(Skip::ExactReplay { id: id.clone() }));
                 }
@@ -692,15 +692,16 @@ impl Guard {
             self.phase = Phase::Streaming;
         }
 
-        let Some(hash) = hash else {
+        if event.data.is_empty() {
             return Ok(match own_id {
                 Some(id) => {
-                    self.cursor = Some(id.clone());
+                    // Remembered like any event, so a server that re-sends it on resume is an exact replay.
+                    self.remember(Some(id.clone()), hash);
                     Decision::Cursor(id)
                 }
                 None => Decision::Skip(Skip::KeepAlive),
             });
-        };
+        }
         let bytes = event.data.len();
         match verdict {
             Verdict::Complete => {}
