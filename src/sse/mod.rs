@@ -7,12 +7,20 @@
 //! which is never dispatched.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "codec")]
+mod codec;
 mod decoder;
 mod event;
 #[cfg(test)]
 mod reference;
+#[cfg(feature = "stream")]
+mod stream;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "codec")]
+pub use codec::{Codec, CodecError};
 pub use decoder::{Config, DecodeError, Decoder};
 pub use event::{Data, Event, PartialEvent};
+#[cfg(feature = "stream")]
+pub use stream::{EventStream, StreamError};

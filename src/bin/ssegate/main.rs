@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod events;
 mod input;
 
 #[global_allocator]
@@ -21,9 +22,14 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
-enum Command {}
+enum Command {
+    /// Decode raw SSE bytes: one JSON line per dispatched event, then the last event id and retry.
+    Events(events::EventsArgs),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Events(args) => events::run(&args),
+    }
 }

@@ -1,0 +1,299 @@
+//! Decoder properties beyond the conformance table: zero copy, limits, finish() and reuse.
+
+use bytes::Bytes;
+use ssegate::sse::{Config, DecodeError, Decoder, Event, PartialEvent};
+
+fn chunks_of(input: &Bytes, size: usize) -> Vec<Bytes> {
+    (0..input.len())
+        .step_by(size)
+        .map(|at| input.slice(at..(at + size).min(input.len())))
+        .collect()
+}
+
+/// Feeds every chunk, collecting events and errors, and checks `held` after each pull.
+fn drive(
+    d: &mut Decoder,
+    chunks: &[Bytes],
+    mut held: impl FnMut(&Decoder),
+) -> Vec<Result<Event, DecodeError>> {
+    let mut out = Vec::new();
+    for c in chunks {
+        d.feed(c.clone());
+        while let Some(r) = d.next_event() {
+            held(d);
+            out.push(r);
+        }
+        held(d);
+    }
+    out
+}
+
+#[test]
+fn four_mib_event_in_16k_chunks_is_not_copied() {
+    const SIZE: usize = 4 << 20;
+    let mut input = b"id: 42\ndata: ".to_vec();
+    let payload_start = input.len();
+    input.extend((0..SIZE).map(|i| b'a' + (i % 26) as u8));
+    let payload_end = input.len();
+    input.extend_from_slice(b"\n\n");
+    let input = Bytes::from(input);
+    let chunks = chunks_of(&input, 16 << 10);
+
+    let mut d = Decoder::new();
+    let events = drive(&mut d, &chunks, |_| {});
+    assert_eq!(events.len(), 1);
+    let ev = events.into_iter().next().unwrap().unwrap();
+    assert_eq!(ev.data.len(), SIZE);
+    assert_eq!(&ev.id[..], b"42");
+    assert!(ev.data.eq_bytes(&input[payload_start..payload_end]));
+
+    // Every segment lies inside an input chunk: pointers, not contents.
+    let ranges: Vec<(usize, usize)> = chunks
+        .iter()
+        .map(|c| (c.as_ptr() as usize, c.as_ptr() as usize + c.len()))
+        .collect();
+    for seg in ev.data.segments() {
+        let (p, e) = (seg.as_ptr() as usize, seg.as_ptr() as usize + seg.len());
+        assert!(
+            ranges.iter().any(|&(s, end)| s <= p && e <= end),
+            "segment not inside any input chunk"
+        );
+    }
+    // One segment per chunk the data line's payload touched.
+    let chunk = 16 << 10;
+    let touched = (payload_end - 1) / chunk - payload_start / chunk + 1;
+    assert_eq!(ev.data.segments().len(), touched);
+    assert_eq!(touched, 257);
+}
+
+#[test]
+fn line_inside_one_chunk_is_one_slice() {
+    let input = Bytes::from_static(b"data: hello\ndata: world\n\n");
+    let mut d = Decoder::new();
+    d.feed(input.clone());
+    let ev = d.next_event().unwrap().unwrap();
+    let segs = ev.data.segments();
+    assert_eq!(segs.len(), 3);
+    assert_eq!(segs[0].as_ptr(), input[6..].as_ptr());
+    assert_eq!(&segs[1][..], b"\n");
+    assert_eq!(segs[2].as_ptr(), input[18..].as_ptr());
+    assert_eq!(ev.data.contiguous(), Bytes::from_static(b"hello\nworld"));
+}
+
+fn data_of(ev: &Event) -> Vec<u8> {
+    let mut v = Vec::new();
+    ev.data.copy_to(&mut v);
+    v
+}
+
+/// Runs `input` through `config` in chunks of `size`; returns the events, errors and the maximum
+/// of held_bytes() seen.
+fn limited(config: &Config, input: &[u8], size: usize) -> (Vec<Result<Event, DecodeError>>, usize) {
+    let input = Bytes::copy_from_slice(input);
+    let mut d = config.build();
+    let mut max_held = 0;
+    let out = drive(&mut d, &chunks_of(&input, size), |d| {
+        max_held = max_held.max(d.held_bytes())
+    });
+    (out, max_held)
+}
+
+#[test]
+fn line_limit() {
+    let mut input = b"id: 1\ndata: ok\n\nid: 2\ndata: ".to_vec();
+    input.extend(std::iter::repeat_n(b'x', 10_000));
+    input.extend_from_slice(b"\ndata: more of the bad event\n\ndata: after\n\n");
+    for size in [1, 7, 64, 4096, input.len()] {
+        let (out, max_held) = limited(Config::default().max_line(1000), &input, size);
+        assert_eq!(out.len(), 3, "chunks of {size}");
+        assert_eq!(data_of(out[0].as_ref().unwrap()), b"ok");
+        let start = input.windows(8).position(|w| w == b"data: xx").unwrap() as u64;
+        assert_eq!(
+            out[1],
+            Err(DecodeError::LineTooLong {
+                limit: 1000,
+                offset: start
+            })
+        );
+        let after = out[2].as_ref().unwrap();
+        assert_eq!(data_of(after), b"after");
+        // The errored block's id is not committed.
+        assert_eq!(&after.id[..], b"1");
+        assert!(max_held <= 1000, "held {max_held}");
+    }
+}
+
+#[test]
+fn line_limit_applies_to_comments_without_holding_them() {
+    let mut input = b":".to_vec();
+    input.extend(std::iter::repeat_n(b'c', 100_000));
+    input.extend_from_slice(b"\ndata: dropped\n\ndata: kept\n\n");
+    let (out, max_held) = limited(Config::default().max_line(4096), &input, 333);
+    assert_eq!(out.len(), 2);
+    assert!(matches!(
+        out[0],
+        Err(DecodeError::LineTooLong {
+            limit: 4096,
+            offset: 0
+        })
+    ));
+    assert_eq!(data_of(out[1].as_ref().unwrap()), b"kept");
+    assert_eq!(max_held, 0);
+}
+
+#[test]
+fn event_limit() {
+    let mut input = b"data: small\n\n".to_vec();
+    for _ in 0..100 {
+        input.extend_from_slice(b"data: ");
+        input.extend(std::iter::repeat_n(b'y', 100));
+        input.push(b'\n');
+    }
+    input.extend_from_slice(b"\ndata: next\n\n");
+    for size in [1, 10, 1000, input.len()] {
+        let (out, max_held) = limited(Config::default().max_event(1000), &input, size);
+        assert_eq!(out.len(), 3, "chunks of {size}");
+        assert_eq!(data_of(out[0].as_ref().unwrap()), b"small");
+        assert!(matches!(
+            out[1],
+            Err(DecodeError::EventTooLarge { limit: 1000, .. })
+        ));
+        assert_eq!(data_of(out[2].as_ref().unwrap()), b"next");
+        assert!(max_held <= 1000, "held {max_held}");
+    }
+    // Exactly at the limit is fine.
+    let exact = format!("data: {}\n\n", "z".repeat(1000));
+    let (out, _) = limited(Config::default().max_event(1000), exact.as_bytes(), 5);
+    assert_eq!(data_of(out[0].as_ref().unwrap()).len(), 1000);
+}
+
+#[test]
+fn endless_data_lines_never_exceed_the_event_limit() {
+    let line = format!("data: {}\n", "w".repeat(50));
+    let input = line.repeat(20_000); // 1.1 MB, never a blank line
+    let (out, max_held) = limited(
+        Config::default().max_event(64 << 10),
+        input.as_bytes(),
+        4096,
+    );
+    assert_eq!(out.len(), 1);
+    assert!(matches!(
+        out[0],
+        Err(DecodeError::EventTooLarge { limit: 65536, .. })
+    ));
+    assert!(max_held <= 64 << 10);
+}
+
+#[test]
+fn field_limit() {
+    for field in ["id", "event", "retry"] {
+        let mut input = format!("data: before\n\n{field}: ").into_bytes();
+        input.extend(std::iter::repeat_n(b'7', 5000));
+        input.extend_from_slice(b"\ndata: dropped\n\nid: 9\ndata: after\n\n");
+        for size in [1, 100, input.len()] {
+            let mut d = Config::default().max_field(4096).build();
+            let mut max_held = 0;
+            let input = Bytes::from(input.clone());
+            let out = drive(&mut d, &chunks_of(&input, size), |d| {
+                max_held = max_held.max(d.held_bytes())
+            });
+            assert_eq!(out.len(), 3, "{field}, chunks of {size}");
+            assert_eq!(
+                out[1],
+                Err(DecodeError::FieldTooLong {
+                    limit: 4096,
+                    offset: 14
+                })
+            );
+            let after = out[2].as_ref().unwrap();
+            assert_eq!(data_of(after), b"after");
+            assert_eq!(&after.id[..], b"9");
+            assert_eq!(d.retry(), None, "{field}");
+            assert!(max_held <= 4096, "held {max_held}");
+        }
+    }
+}
+
+#[test]
+fn error_messages_say_what_and_where() {
+    let e = DecodeError::LineTooLong {
+        limit: 10,
+        offset: 5,
+    };
+    let msg = e.to_string();
+    assert!(msg.contains("10") && msg.contains("byte 5"), "{msg}");
+    let _: &dyn std::error::Error = &e;
+}
+
+#[test]
+fn finish_reports_the_partial_event_and_the_decoder_serves_the_next_connection() {
+    let mut d = Decoder::new();
+    d.feed(Bytes::from_static(
+        b"retry: 300\nid: 1\ndata: a\n\nid: 2\ndata: {\"big\"",
+    ));
+    let ev = d.next_event().unwrap().unwrap();
+    assert_eq!(&ev.id[..], b"1");
+    assert!(ev.has_own_id);
+    assert_eq!(ev.retry, Some(300));
+    assert!(d.next_event().is_none());
+    assert_eq!(
+        d.finish(),
+        Some(PartialEvent {
+            bytes: 6 + 12,
+            data_len: 6,
+            id: Some(Bytes::from_static(b"2"))
+        })
+    );
+    assert_eq!(&d.last_event_id()[..], b"1");
+    assert_eq!(d.retry(), Some(300));
+    assert_eq!(d.offset(), 0);
+
+    // Next connection: a BOM is stripped again, the LF is a blank line (not swallowed), id persists.
+    d.feed(Bytes::from_static(b"\xEF\xBB\xBFdata: b\n\n"));
+    let ev = d.next_event().unwrap().unwrap();
+    assert_eq!(data_of(&ev), b"b");
+    assert_eq!(&ev.id[..], b"1");
+    assert!(!ev.has_own_id);
+    assert_eq!(ev.retry, None);
+    assert!(d.next_event().is_none());
+    assert_eq!(d.finish(), None);
+}
+
+#[test]
+fn finish_after_a_cr_does_not_swallow_the_next_connections_lf() {
+    let mut d = Decoder::new();
+    d.feed(Bytes::from_static(b"data: a\r\r"));
+    assert!(d.next_event().unwrap().is_ok());
+    assert!(d.next_event().is_none());
+    assert_eq!(d.finish(), None);
+    d.feed(Bytes::from_static(b"\ndata: b\n\n"));
+    assert_eq!(data_of(&d.next_event().unwrap().unwrap()), b"b");
+}
+
+#[test]
+fn partial_id_only_when_the_id_line_completed() {
+    let cases: [(&[u8], Option<&[u8]>); 4] = [
+        (b"id: 5", None),
+        (b"id: 5\r", Some(b"5")),
+        (b"id: 5\ndata: x", Some(b"5")),
+        (b"data: x\nid: 5", None),
+    ];
+    for (input, id) in cases {
+        let mut d = Decoder::new();
+        d.feed(Bytes::copy_from_slice(input));
+        assert!(d.next_event().is_none());
+        let p = d.finish().unwrap();
+        assert_eq!(p.bytes, input.len() as u64);
+        assert_eq!(p.id.as_deref(), id, "{:?}", String::from_utf8_lossy(input));
+    }
+}
+
+#[test]
+fn offset_counts_consumed_bytes() {
+    let mut d = Decoder::new();
+    d.feed(Bytes::from_static(b"data: a\n\ndata"));
+    d.next_event().unwrap().unwrap();
+    assert_eq!(d.offset(), 9);
+    assert!(d.next_event().is_none());
+    assert_eq!(d.offset(), 13);
+}
