@@ -43,8 +43,12 @@ pub fn split_capture(capture: &Bytes) -> Vec<Connection> {
         let pos = at + found;
         if pos == 0 || capture[pos - 1] == b'\n' {
             let body_end = pos.saturating_sub(1).max(start);
-            out.push(Connection { response: response.take(), body: capture.slice(start..body_end) });
-            let line_end = memchr::memchr(b'\n', &capture[pos..]).map_or(capture.len(), |e| pos + e);
+            out.push(Connection {
+                response: response.take(),
+                body: capture.slice(start..body_end),
+            });
+            let line_end =
+                memchr::memchr(b'\n', &capture[pos..]).map_or(capture.len(), |e| pos + e);
             response = Some(parse_marker(&capture[pos + MARKER.len()..line_end]));
             start = (line_end + 1).min(capture.len());
             at = start;
@@ -52,20 +56,30 @@ pub fn split_capture(capture: &Bytes) -> Vec<Connection> {
             at = pos + MARKER.len();
         }
     }
-    out.push(Connection { response, body: capture.slice(start..) });
+    out.push(Connection {
+        response,
+        body: capture.slice(start..),
+    });
     out
 }
 
 fn parse_marker(fields: &[u8]) -> ReconnectResponse {
     let text = String::from_utf8_lossy(fields);
-    let mut response =
-        ReconnectResponse { status: 200, retry_after: None, content_type: Some("text/event-stream".into()) };
+    let mut response = ReconnectResponse {
+        status: 200,
+        retry_after: None,
+        content_type: Some("text/event-stream".into()),
+    };
     for field in text.split_ascii_whitespace() {
-        let Some((key, value)) = field.split_once('=') else { continue };
+        let Some((key, value)) = field.split_once('=') else {
+            continue;
+        };
         match key {
             "status" => response.status = value.parse().unwrap_or(200),
             "retry-after" => response.retry_after = value.parse().ok().map(Duration::from_secs),
-            "content-type" => response.content_type = (!value.is_empty()).then(|| value.to_string()),
+            "content-type" => {
+                response.content_type = (!value.is_empty()).then(|| value.to_string())
+            }
             _ => {}
         }
     }
@@ -111,10 +125,17 @@ pub struct Summary {
 
 /// Feeds every connection of a capture through a fresh decoder and `guard`, calling `on_step` for
 /// each step, and returns the totals. Stops at the first refusal (the guard refuses from then on).
-pub fn check(connections: &[Connection], guard: &mut Guard, mut on_step: impl FnMut(&Step)) -> Summary {
+pub fn check(
+    connections: &[Connection],
+    guard: &mut Guard,
+    mut on_step: impl FnMut(&Step),
+) -> Summary {
     let mut decoder = Decoder::new();
     let mut gate = Gate::new();
-    let mut summary = Summary { connections: connections.len(), ..Summary::default() };
+    let mut summary = Summary {
+        connections: connections.len(),
+        ..Summary::default()
+    };
     for connection in connections {
         if let Some(response) = &connection.response {
             let answer = guard.on_reconnect(response);
@@ -138,7 +159,8 @@ pub fn check(connections: &[Connection], guard: &mut Guard, mut on_step: impl Fn
             };
             summary.events += 1;
             let verdict = (!event.data.is_empty()).then(|| gate.check(&event.data));
-            let decision = guard.on_event_with_verdict(event.clone(), verdict.unwrap_or(Verdict::Incomplete));
+            let decision =
+                guard.on_event_with_verdict(event.clone(), verdict.unwrap_or(Verdict::Incomplete));
             match &decision {
                 Ok(Decision::Deliver(d)) => {
                     summary.messages += 1;
@@ -149,7 +171,11 @@ pub fn check(connections: &[Connection], guard: &mut Guard, mut on_step: impl Fn
                 Err(_) => summary.errors += 1,
             }
             let refused = decision.is_err();
-            on_step(&Step::Event { event, verdict, decision });
+            on_step(&Step::Event {
+                event,
+                verdict,
+                decision,
+            });
             if refused {
                 return summary;
             }
@@ -168,8 +194,12 @@ pub fn check(connections: &[Connection], guard: &mut Guard, mut on_step: impl Fn
 /// A one-line description of a skip.
 pub fn describe_skip(skip: &Skip) -> String {
     match skip {
-        Skip::ExactReplay { id } => format!("skip: exact replay of {:?}", String::from_utf8_lossy(id)),
-        Skip::DuplicateResponse { rpc_id } => format!("skip: duplicate response to request {rpc_id}"),
+        Skip::ExactReplay { id } => {
+            format!("skip: exact replay of {:?}", String::from_utf8_lossy(id))
+        }
+        Skip::DuplicateResponse { rpc_id } => {
+            format!("skip: duplicate response to request {rpc_id}")
+        }
         Skip::KeepAlive => "skip: keep-alive".to_string(),
     }
 }

@@ -329,7 +329,9 @@ impl TornBoundary {
     /// The delay the server asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self.kind {
-            Torn::ReplayUnavailable { retry_after, .. } | Torn::Busy { retry_after, .. } => retry_after,
+            Torn::ReplayUnavailable { retry_after, .. } | Torn::Busy { retry_after, .. } => {
+                retry_after
+            }
             _ => None,
         }
     }
@@ -352,7 +354,11 @@ impl fmt::Display for Torn {
                 show_opt(id)
             ),
             Torn::IncompleteMessage { id, bytes } => {
-                write!(f, "event {} carries an incomplete JSON message ({bytes} bytes)", show_opt(id))
+                write!(
+                    f,
+                    "event {} carries an incomplete JSON message ({bytes} bytes)",
+                    show_opt(id)
+                )
             }
             Torn::TrailingBytes { id, bytes } => write!(
                 f,
@@ -360,10 +366,18 @@ impl fmt::Display for Torn {
                 show_opt(id)
             ),
             Torn::InvalidMessage { id, bytes } => {
-                write!(f, "event {} carries invalid JSON ({bytes} bytes)", show_opt(id))
+                write!(
+                    f,
+                    "event {} carries invalid JSON ({bytes} bytes)",
+                    show_opt(id)
+                )
             }
             Torn::StreamRestarted { got, why } => {
-                write!(f, "the server restarted the stream instead of resuming it: event {} {why}", show(got))
+                write!(
+                    f,
+                    "the server restarted the stream instead of resuming it: event {} {why}",
+                    show(got)
+                )
             }
             Torn::DuplicateResponse { rpc_id, event_id } => write!(
                 f,
@@ -376,7 +390,10 @@ impl fmt::Display for Torn {
                 show_opt(got)
             ),
             Torn::SessionExpired => write!(f, "the session is gone (404 on reconnect)"),
-            Torn::ReplayUnavailable { status, retry_after } => {
+            Torn::ReplayUnavailable {
+                status,
+                retry_after,
+            } => {
                 match status {
                     Some(s) => write!(f, "the server cannot replay the stream ({s})")?,
                     None => write!(f, "the server cannot replay the stream (event: error)")?,
@@ -386,7 +403,10 @@ impl fmt::Display for Torn {
                 }
                 Ok(())
             }
-            Torn::Busy { status, retry_after } => {
+            Torn::Busy {
+                status,
+                retry_after,
+            } => {
                 write!(f, "the server is busy ({status})")?;
                 if let Some(d) = retry_after {
                     write!(f, "; retry the resume after {} ms", d.as_millis())?;
@@ -394,7 +414,10 @@ impl fmt::Display for Torn {
                 Ok(())
             }
             Torn::ReplayMissed { waited: None } => {
-                write!(f, "the resumed connection ended without an event while a response was outstanding")
+                write!(
+                    f,
+                    "the resumed connection ended without an event while a response was outstanding"
+                )
             }
             Torn::ReplayMissed { waited: Some(d) } => write!(
                 f,
@@ -405,12 +428,17 @@ impl fmt::Display for Torn {
                 f,
                 "the stream was cut with a response outstanding ({partial_bytes} bytes of a partial event lost) and it carries no event ids to resume from"
             ),
-            Torn::UnexpectedResponse { status, content_type } => write!(
+            Torn::UnexpectedResponse {
+                status,
+                content_type,
+            } => write!(
                 f,
                 "the reconnect answered {status} with content type {}",
                 content_type.as_deref().unwrap_or("(none)")
             ),
-            Torn::DecodeLimit { error } => write!(f, "an event was dropped by the decoder: {error}"),
+            Torn::DecodeLimit { error } => {
+                write!(f, "an event was dropped by the decoder: {error}")
+            }
         }
     }
 }
@@ -523,16 +551,28 @@ fn digits(b: &[u8]) -> Option<u64> {
 
 fn seq_id(id: &[u8]) -> Option<SeqId<'_>> {
     if let Some(n) = digits(id) {
-        return Some(SeqId { shape: 0, stream: b"", n });
+        return Some(SeqId {
+            shape: 0,
+            stream: b"",
+            n,
+        });
     }
     if let Some(slash) = id.iter().position(|&b| b == b'/') {
         if let Some(n) = digits(&id[..slash]) {
-            return Some(SeqId { shape: 1, stream: &id[slash + 1..], n });
+            return Some(SeqId {
+                shape: 1,
+                stream: &id[slash + 1..],
+                n,
+            });
         }
     }
     let dash = id.iter().rposition(|&b| b == b'-')?;
     let n = digits(&id[dash + 1..])?;
-    (dash > 0).then_some(SeqId { shape: 2, stream: &id[..dash], n })
+    (dash > 0).then_some(SeqId {
+        shape: 2,
+        stream: &id[..dash],
+        n,
+    })
 }
 
 /// How `id` relates to `cursor` when both are ordered ids of the same shape.
@@ -547,7 +587,10 @@ enum Order {
 
 fn order(cursor: &[u8], id: &[u8]) -> Order {
     match (seq_id(cursor), seq_id(id)) {
-        (Some(c), Some(g)) if c.shape == g.shape && c.stream == g.stream => Order::Same { cursor: c.n, got: g.n },
+        (Some(c), Some(g)) if c.shape == g.shape && c.stream == g.stream => Order::Same {
+            cursor: c.n,
+            got: g.n,
+        },
         (Some(c), Some(g)) if c.shape == g.shape => Order::OtherStream,
         _ => Order::Opaque,
     }
@@ -630,7 +673,11 @@ impl Guard {
 
     #[cold]
     fn refuse(&mut self, kind: Torn) -> TornBoundary {
-        let err = TornBoundary { kind, cursor: self.cursor.clone(), outstanding: self.outstanding.to_vec() };
+        let err = TornBoundary {
+            kind,
+            cursor: self.cursor.clone(),
+            outstanding: self.outstanding.to_vec(),
+        };
         self.phase = Phase::Failed(Box::new(err.clone()));
         err
     }
@@ -645,18 +692,29 @@ impl Guard {
     /// Gates `event`'s data itself and decides. See [`Guard::on_event_with_verdict`].
     pub fn on_event(&mut self, event: Event) -> Result<Decision, TornBoundary> {
         // Only non-empty data can be a message; the verdict is not looked at otherwise.
-        let verdict = if event.data.is_empty() { Verdict::Incomplete } else { self.gate.check(&event.data) };
+        let verdict = if event.data.is_empty() {
+            Verdict::Incomplete
+        } else {
+            self.gate.check(&event.data)
+        };
         self.on_event_with_verdict(event, verdict)
     }
 
     /// Decides about one dispatched event whose data the caller already gated.
-    pub fn on_event_with_verdict(&mut self, event: Event, verdict: Verdict) -> Result<Decision, TornBoundary> {
+    pub fn on_event_with_verdict(
+        &mut self,
+        event: Event,
+        verdict: Verdict,
+    ) -> Result<Decision, TornBoundary> {
         self.check_failed()?;
         self.stats.events += 1;
         self.last_seen_id = event.id.clone();
         if event.event.as_deref() == Some(b"error".as_slice()) {
             let retry_after = error_frame_retry(&event.data);
-            return Err(self.refuse(Torn::ReplayUnavailable { status: None, retry_after }));
+            return Err(self.refuse(Torn::ReplayUnavailable {
+                status: None,
+                retry_after,
+            }));
         }
         if let Some(ms) = event.retry {
             self.retry = Some(Duration::from_millis(ms));
@@ -705,7 +763,9 @@ impl Guard {
         let bytes = event.data.len();
         match verdict {
             Verdict::Complete => {}
-            Verdict::Incomplete => return Err(self.refuse(Torn::IncompleteMessage { id: own_id, bytes })),
+            Verdict::Incomplete => {
+                return Err(self.refuse(Torn::IncompleteMessage { id: own_id, bytes }));
+            }
             Verdict::Trailing => return Err(self.refuse(Torn::TrailingBytes { id: own_id, bytes })),
             Verdict::Invalid => return Err(self.refuse(Torn::InvalidMessage { id: own_id, bytes })),
         }
@@ -716,12 +776,15 @@ impl Guard {
                 Some(&seen) if seen == hash => {
                     self.stats.skipped += 1;
                     self.remember(own_id, hash);
-                    return Ok(Decision::Skip(Skip::DuplicateResponse { rpc_id: rpc_id.clone() }));
+                    return Ok(Decision::Skip(Skip::DuplicateResponse {
+                        rpc_id: rpc_id.clone(),
+                    }));
                 }
                 Some(_) => {
-                    return Err(
-                        self.refuse(Torn::DuplicateResponse { rpc_id: rpc_id.clone(), event_id: own_id })
-                    );
+                    return Err(self.refuse(Torn::DuplicateResponse {
+                        rpc_id: rpc_id.clone(),
+                        event_id: own_id,
+                    }));
                 }
                 None => {
                     self.answered.insert(rpc_id.clone(), hash);
@@ -738,7 +801,12 @@ impl Guard {
         self.remember(own_id.clone(), hash);
         self.stats.delivered += 1;
         self.stats.delivered_bytes += bytes as u64;
-        Ok(Decision::Deliver(Delivery { message, event_id: own_id, event_type: event.event, rpc }))
+        Ok(Decision::Deliver(Delivery {
+            message,
+            event_id: own_id,
+            event_type: event.event,
+            rpc,
+        }))
     }
 
     fn remember(&mut self, own_id: Option<Bytes>, hash: u64) {
@@ -763,7 +831,10 @@ impl Guard {
                 .map(|p| String::from_utf8_lossy(p).into_owned())
                 .or_else(|| cursor.as_deref().and_then(next_id));
             return match expected {
-                Some(expected) => Err(self.refuse(Torn::Gap { expected, got: None })),
+                Some(expected) => Err(self.refuse(Torn::Gap {
+                    expected,
+                    got: None,
+                })),
                 None => Ok(()),
             };
         };
@@ -773,12 +844,17 @@ impl Guard {
         let relation = cursor.as_deref().map_or(Order::Opaque, |c| order(c, got));
         let restarted = match relation {
             Order::OtherStream => Some("belongs to another stream"),
-            Order::Same { cursor: c, got: g } if g <= c => Some("goes back to or before the cursor"),
+            Order::Same { cursor: c, got: g } if g <= c => {
+                Some("goes back to or before the cursor")
+            }
             _ if priming => Some("opens a fresh stream (a priming event) instead of replaying"),
             _ => None,
         };
         if let Some(why) = restarted {
-            return Err(self.refuse(Torn::StreamRestarted { got: got.clone(), why }));
+            return Err(self.refuse(Torn::StreamRestarted {
+                got: got.clone(),
+                why,
+            }));
         }
         if let Some(p) = partial_id {
             return Err(self.refuse(Torn::Gap {
@@ -789,7 +865,10 @@ impl Guard {
         match relation {
             Order::Same { cursor: c, got: g } if g != c + 1 => {
                 let expected = cursor.as_deref().and_then(next_id).unwrap_or_default();
-                Err(self.refuse(Torn::Gap { expected, got: Some(got.clone()) }))
+                Err(self.refuse(Torn::Gap {
+                    expected,
+                    got: Some(got.clone()),
+                }))
             }
             _ => Ok(()),
         }
@@ -817,7 +896,10 @@ impl Guard {
         }
         if let Some(p) = &partial {
             if self.config.policy == Policy::Strict {
-                return Err(self.refuse(Torn::PartialEvent { bytes: p.bytes, id: p.id.clone() }));
+                return Err(self.refuse(Torn::PartialEvent {
+                    bytes: p.bytes,
+                    id: p.id.clone(),
+                }));
             }
             self.stats.discarded_partials += 1;
             self.stats.discarded_bytes += p.bytes;
@@ -832,7 +914,12 @@ impl Guard {
         }
         self.phase = Phase::Resuming { partial_id };
         self.stats.resumes += u64::from(needed);
-        Ok(Resume { last_event_id: self.cursor.clone(), delay: self.retry(), discarded: partial, needed })
+        Ok(Resume {
+            last_event_id: self.cursor.clone(),
+            delay: self.retry(),
+            discarded: partial,
+            needed,
+        })
     }
 
     /// The reconnect was answered: checks the status and content type before any event is read.
@@ -859,14 +946,23 @@ impl Guard {
                 }
             }
             404 => Err(self.refuse(Torn::SessionExpired)),
-            409 | 410 => Err(self.refuse(Torn::ReplayUnavailable { status: Some(response.status), retry_after })),
+            409 | 410 => Err(self.refuse(Torn::ReplayUnavailable {
+                status: Some(response.status),
+                retry_after,
+            })),
             // Transient: the same resume may be tried again, so the guard does not fail.
             429 | 503 => Err(TornBoundary {
-                kind: Torn::Busy { status: response.status, retry_after },
+                kind: Torn::Busy {
+                    status: response.status,
+                    retry_after,
+                },
                 cursor: self.cursor.clone(),
                 outstanding: self.outstanding.to_vec(),
             }),
-            status => Err(self.refuse(Torn::UnexpectedResponse { status, content_type: response.content_type.clone() })),
+            status => Err(self.refuse(Torn::UnexpectedResponse {
+                status,
+                content_type: response.content_type.clone(),
+            })),
         }
     }
 
@@ -875,7 +971,9 @@ impl Guard {
         self.check_failed()?;
         match self.phase {
             Phase::Resuming { .. } if !self.outstanding.is_empty() => {
-                Err(self.refuse(Torn::ReplayMissed { waited: Some(waited) }))
+                Err(self.refuse(Torn::ReplayMissed {
+                    waited: Some(waited),
+                }))
             }
             _ => Ok(()),
         }
@@ -886,7 +984,9 @@ impl Guard {
         if let Err(e) = self.check_failed() {
             return e;
         }
-        self.refuse(Torn::DecodeLimit { error: error.to_string() })
+        self.refuse(Torn::DecodeLimit {
+            error: error.to_string(),
+        })
     }
 }
 
@@ -895,7 +995,13 @@ fn error_frame_retry(data: &Data) -> Option<Duration> {
     let bytes = data.contiguous();
     let key = b"\"retry_after_ms\"";
     let at = memchr::memmem::find(&bytes, key)? + key.len();
-    let rest = bytes[at..].iter().skip_while(|b| b.is_ascii_whitespace() || **b == b':');
-    let ms = rest.take_while(|b| b.is_ascii_digit()).fold(0u64, |acc, d| acc.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+    let rest = bytes[at..]
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace() || **b == b':');
+    let ms = rest
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0u64, |acc, d| {
+            acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+        });
     Some(Duration::from_millis(ms))
 }

@@ -44,19 +44,33 @@ fn make_id(ids: Ids, stream: u32, n: usize) -> String {
         Ids::Numeric => (n + 100 * stream as usize).to_string(),
         Ids::Dashed => format!("s{stream}-{n}"),
         // Not ordered, not numeric: like the TypeScript SDK's `<stream>_<ms>_<rand>`.
-        Ids::Opaque => format!("st{stream}_{}_{:x}", 1000 + n * 7, (n as u64 + 1).wrapping_mul(0x9E37_79B9) % 65_521),
+        Ids::Opaque => format!(
+            "st{stream}_{}_{:x}",
+            1000 + n * 7,
+            (n as u64 + 1).wrapping_mul(0x9E37_79B9) % 65_521
+        ),
     }
 }
 
 fn stream(ids: Ids, stream_no: u32, progress: usize, result_len: usize) -> Vec<Ev> {
-    let mut out = vec![Ev { id: make_id(ids, stream_no, 0), data: String::new() }];
+    let mut out = vec![Ev {
+        id: make_id(ids, stream_no, 0),
+        data: String::new(),
+    }];
     for p in 0..progress {
         let data = format!(
             r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"t","progress":{p},"stream":{stream_no}}}}}"#
         );
-        out.push(Ev { id: make_id(ids, stream_no, p + 1), data });
+        out.push(Ev {
+            id: make_id(ids, stream_no, p + 1),
+            data,
+        });
     }
-    let text: String = "lorem \\\"ipsum\\\" dolor \\n sit amet ".chars().cycle().take(result_len).collect();
+    let text: String = "lorem \\\"ipsum\\\" dolor \\n sit amet "
+        .chars()
+        .cycle()
+        .take(result_len)
+        .collect();
     let text = text.trim_end_matches('\\').to_string();
     out.push(Ev {
         id: make_id(ids, stream_no, progress + 1),
@@ -66,7 +80,11 @@ fn stream(ids: Ids, stream_no: u32, progress: usize, result_len: usize) -> Vec<E
 }
 
 fn frame(e: &Ev, id_after_data: bool) -> String {
-    if id_after_data { format!("data: {}\nid: {}\n\n", e.data, e.id) } else { format!("id: {}\ndata: {}\n\n", e.id, e.data) }
+    if id_after_data {
+        format!("data: {}\nid: {}\n\n", e.data, e.id)
+    } else {
+        format!("id: {}\ndata: {}\n\n", e.id, e.data)
+    }
 }
 
 fn frames(evs: &[Ev], id_after_data: bool) -> String {
@@ -85,7 +103,13 @@ struct Outcome {
 }
 
 /// Feeds `body` in `chunk`-byte pieces; returns false if the guard refused.
-fn feed(guard: &mut Guard, decoder: &mut Decoder, body: &str, chunk: usize, out: &mut Outcome) -> bool {
+fn feed(
+    guard: &mut Guard,
+    decoder: &mut Decoder,
+    body: &str,
+    chunk: usize,
+    out: &mut Outcome,
+) -> bool {
     let body = Bytes::copy_from_slice(body.as_bytes());
     let mut at = 0;
     while at < body.len() {
@@ -104,7 +128,11 @@ fn feed(guard: &mut Guard, decoder: &mut Decoder, body: &str, chunk: usize, out:
 }
 
 fn sse_ok() -> ReconnectResponse {
-    ReconnectResponse { status: 200, retry_after: None, content_type: Some("text/event-stream".into()) }
+    ReconnectResponse {
+        status: 200,
+        retry_after: None,
+        content_type: Some("text/event-stream".into()),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -136,13 +164,14 @@ fn scenario(
                 out.cursor_at_cut = guard.cursor().is_some() || !decoder.last_event_id().is_empty();
             }
             // The server's answer to the resume, per its behaviour (round 1) or correct afterwards.
-            let resume: Resume = match guard.on_disconnect(ConnectionEnd::from_decoder(&mut decoder)) {
-                Ok(r) => r,
-                Err(_) => {
-                    out.refused = true;
-                    return (out, original);
-                }
-            };
+            let resume: Resume =
+                match guard.on_disconnect(ConnectionEnd::from_decoder(&mut decoder)) {
+                    Ok(r) => r,
+                    Err(_) => {
+                        out.refused = true;
+                        return (out, original);
+                    }
+                };
             if round == 1 {
                 out.partial_id_known = resume.discarded.as_ref().is_some_and(|p| p.id.is_some());
                 out.boundary_cut = resume.discarded.is_none();
@@ -152,11 +181,18 @@ fn scenario(
                 return (out, original);
             }
             let last = resume.last_event_id.expect("needed implies a cursor");
-            let at = original.iter().position(|e| e.id.as_bytes() == last.as_ref()).expect("cursor is a sent id");
+            let at = original
+                .iter()
+                .position(|e| e.id.as_bytes() == last.as_ref())
+                .expect("cursor is a sent id");
             let behaviour = if round == 1 { server } else { Server::Correct };
             let reply = match behaviour {
                 Server::Conflict => {
-                    let r = ReconnectResponse { status: 409, retry_after: None, content_type: None };
+                    let r = ReconnectResponse {
+                        status: 409,
+                        retry_after: None,
+                        content_type: None,
+                    };
                     assert!(guard.on_reconnect(&r).is_err());
                     out.refused = true;
                     return (out, original);
@@ -172,9 +208,13 @@ fn scenario(
                 Server::Empty => String::new(),
                 Server::Gap => frames(original.get(at + 2..).unwrap_or(&[]), id_after_data),
             };
-            guard.on_reconnect(&sse_ok()).expect("200 event-stream is accepted");
+            guard
+                .on_reconnect(&sse_ok())
+                .expect("200 event-stream is accepted");
             body = match (round, second_cut_frac) {
-                (1, Some(f)) if behaviour == Server::Correct => reply[..((reply.len() as f64) * f) as usize].to_string(),
+                (1, Some(f)) if behaviour == Server::Correct => {
+                    reply[..((reply.len() as f64) * f) as usize].to_string()
+                }
                 _ => reply,
             };
         }

@@ -64,7 +64,10 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     };
     let mut guard = Config::default().policy(policy).build();
     for id in &args.request_ids {
-        guard.expect_response(id.parse::<i64>().map_or_else(|_| RpcId::Str(id.clone()), RpcId::Num));
+        guard.expect_response(
+            id.parse::<i64>()
+                .map_or_else(|_| RpcId::Str(id.clone()), RpcId::Num),
+        );
     }
     let connections = split_capture(&capture);
     let summary = check(&connections, &mut guard, |step| println!("{}", line(step)));
@@ -79,12 +82,20 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         summary.errors,
         unanswered
     );
-    if summary.errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if summary.errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn line(step: &Step) -> String {
     match step {
-        Step::Event { event, verdict, decision } => {
+        Step::Event {
+            event,
+            verdict,
+            decision,
+        } => {
             let own = event.has_own_id.then_some(&event.id);
             let head = format!(
                 "event     id={} type={} bytes={} verdict={}",
@@ -106,7 +117,11 @@ fn line(step: &Step) -> String {
         }
         Step::End(Ok(resume)) => {
             let how = match &resume.discarded {
-                Some(p) => format!("cut inside an event ({} bytes, id {}) discarded", p.bytes, show_opt(p.id.as_ref())),
+                Some(p) => format!(
+                    "cut inside an event ({} bytes, id {}) discarded",
+                    p.bytes,
+                    show_opt(p.id.as_ref())
+                ),
                 None => "at an event boundary".to_string(),
             };
             if resume.needed {
@@ -121,7 +136,11 @@ fn line(step: &Step) -> String {
         }
         Step::End(Err(e)) => format!("end       -> REFUSE: {e}"),
         Step::Reconnect(r, answer) => {
-            let head = format!("reconnect {} {}", r.status, r.content_type.as_deref().unwrap_or("-"));
+            let head = format!(
+                "reconnect {} {}",
+                r.status,
+                r.content_type.as_deref().unwrap_or("-")
+            );
             match answer {
                 Ok(()) => format!("{head} -> ok"),
                 Err(e) => format!("{head} -> REFUSE: {e}"),

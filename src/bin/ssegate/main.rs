@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod check;
 mod events;
 mod input;
 
@@ -25,11 +26,14 @@ struct Cli {
 enum Command {
     /// Decode raw SSE bytes: one JSON line per dispatched event, then the last event id and retry.
     Events(events::EventsArgs),
+    /// Report on a captured MCP SSE response: each event's verdict and the guard's decision.
+    Check(check::CheckArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Events(args) => events::run(&args),
+        Command::Check(args) => check::run(&args),
     }
 }
