@@ -3,7 +3,9 @@
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+pub mod check;
 pub mod gate;
+pub mod guard;
 pub mod message;
 pub mod replay;
 pub mod sse;

@@ -234,6 +234,18 @@ pub enum RpcId {
     Raw(Box<str>),
 }
 
+impl std::fmt::Display for RpcId {
+    /// The id as JSON-RPC would write it: `7`, `"abc"`, `null`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RpcId::Number(n) => write!(f, "{n}"),
+            RpcId::String(s) => write!(f, "{s:?}"),
+            RpcId::Null => f.write_str("null"),
+            RpcId::Raw(raw) => f.write_str(raw),
+        }
+    }
+}
+
 /// The result of [`Message::jsonrpc_peek`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RpcPeek {

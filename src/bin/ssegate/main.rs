@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod check;
 mod events;
 mod gate;
 mod input;
@@ -28,6 +29,8 @@ enum Command {
     Events(events::EventsArgs),
     /// Judge one whole JSON text: prints `incomplete`, `complete`, `trailing` or `invalid`.
     Gate(gate::GateArgs),
+    /// Report on a captured MCP SSE response: each event's verdict and the guard's decision.
+    Check(check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,5 +38,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Events(args) => events::run(&args),
         Command::Gate(args) => gate::run(&args),
+        Command::Check(args) => check::run(&args),
     }
 }
