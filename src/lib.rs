@@ -11,6 +11,10 @@ pub mod replay;
 pub mod sse;
 
 #[cfg(feature = "transport")]
+pub mod client;
+#[cfg(feature = "transport")]
+pub mod demo;
+#[cfg(feature = "transport")]
 pub mod proxy;
 #[cfg(feature = "transport")]
 pub mod server;
