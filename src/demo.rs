@@ -48,11 +48,11 @@ pub struct DemoConfig {
 }
 
 impl Default for DemoConfig {
-    /// 6 trials per row, seed 1, a 4 MiB result, a 250 ms reconnect delay at the proxy, `retry: 50`
+    /// 32 trials per row, seed 1, a 4 MiB result, a 250 ms reconnect delay at the proxy, `retry: 50`
     /// from the server, a 2 s replay timeout, 30 s per trial, every [`ServerMode`].
     fn default() -> Self {
         DemoConfig {
-            trials: 6,
+            trials: 32,
             seed: 1,
             size: crate::server::DEFAULT_RESULT_SIZE,
             reconnect_delay: Duration::from_millis(250),
@@ -391,23 +391,19 @@ impl Harness {
         }
     }
 
-    async fn naive_trial(&self, cut: u64) -> TrialOutcome {
-        let refused = |detail: String| TrialOutcome {
-            class: TrialClass::Refused,
-            resumed: false,
-            renegotiated: false,
-            cut,
-            detail: Some(detail),
-        };
+    /// The naive client's call, cut at `cut`: a fresh session through the proxy, `big_result`, then
+    /// `DELETE`.
+    pub async fn naive_call(&self, cut: u64) -> Result<NaiveDelivery, NaiveError> {
         self.proxy.clear_cuts();
-        let mut naive = match NaiveClient::connect(self.proxy.addr()).await {
-            Ok(n) => n,
-            Err(e) => return refused(e.to_string()),
-        };
+        let mut naive = NaiveClient::connect(self.proxy.addr()).await?;
         self.proxy.set_next_cut(Cut::At(cut));
         let result = naive.call_tool(CALL_ID, "big_result", json!({})).await;
         naive.close().await;
-        match result {
+        result
+    }
+
+    async fn naive_trial(&self, cut: u64) -> TrialOutcome {
+        match self.naive_call(cut).await {
             Ok(d) => TrialOutcome {
                 class: self.classify(&crate::sse::Data::from(d.bytes)),
                 resumed: d.reconnects > 0,
@@ -415,31 +411,35 @@ impl Harness {
                 cut,
                 detail: None,
             },
-            Err(e) => refused(e.to_string()),
+            Err(e) => TrialOutcome {
+                class: TrialClass::Refused,
+                resumed: false,
+                renegotiated: false,
+                cut,
+                detail: Some(e.to_string()),
+            },
         }
     }
 
-    async fn guarded_trial(&self, cut: u64) -> TrialOutcome {
+    /// The guarded client's call, cut at `cut`: a fresh session through the proxy, `big_result`
+    /// marked retryable, then `DELETE`. Returns what [`Client::call_tool`] returned.
+    pub async fn guarded_call(&self, cut: u64) -> Result<client::Response, client::ClientError> {
         self.proxy.clear_cuts();
         let mut config = ClientConfig::default();
         config
             .replay_timeout(self.config.replay_timeout)
             .read_timeout(self.config.trial_timeout);
-        let mut client = match Client::connect_addr(self.proxy.addr(), config).await {
-            Ok(c) => c,
-            Err(e) => {
-                return TrialOutcome {
-                    class: TrialClass::Refused,
-                    resumed: false,
-                    renegotiated: false,
-                    cut,
-                    detail: Some(e.to_string()),
-                };
-            }
-        };
+        let mut client = Client::connect_addr(self.proxy.addr(), config).await?;
         self.proxy.set_next_cut(Cut::At(cut));
         let result = client.call_tool("big_result", json!({}), true).await;
-        let outcome = match result {
+        if let Err(e) = client.close().await {
+            debug!(error = %e, "closing the session failed");
+        }
+        result
+    }
+
+    async fn guarded_trial(&self, cut: u64) -> TrialOutcome {
+        match self.guarded_call(cut).await {
             Ok(r) => TrialOutcome {
                 class: self.classify(r.message.data()),
                 resumed: r.outcome.resumes > 0 && r.outcome.renegotiations == 0,
@@ -454,11 +454,7 @@ impl Harness {
                 cut,
                 detail: Some(e.to_string()),
             },
-        };
-        if let Err(e) = client.close().await {
-            debug!(error = %e, "closing the session failed");
         }
-        outcome
     }
 
     /// Stops the proxy and the server.
@@ -928,9 +924,46 @@ pub fn conclusion(rows: &[Row]) -> String {
     }
 }
 
+/// One finished trial, as [`run`] reports it.
+#[derive(Clone, Copy, Debug)]
+pub struct TrialReport<'a> {
+    /// The server mode.
+    pub server: ServerMode,
+    /// The client.
+    pub client: ClientKind,
+    /// Where the cut was aimed.
+    pub region: Region,
+    /// What happened.
+    pub outcome: &'a TrialOutcome,
+}
+
+impl fmt::Display for TrialReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.outcome;
+        write!(
+            f,
+            "{} {} cut={} ({:?}): {:?}",
+            self.server, self.client, t.cut, self.region, t.class
+        )?;
+        if t.resumed {
+            f.write_str(" resumed")?;
+        }
+        if t.renegotiated {
+            f.write_str(" renegotiated")?;
+        }
+        if let Some(d) = &t.detail {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Runs every mode × client × trial; `on_trial` is called after each trial. Modes run
 /// concurrently, each on its own server and proxy; trials within a mode run one at a time.
-pub async fn run(config: &DemoConfig, on_trial: &(dyn Fn() + Sync)) -> Result<Vec<Row>, DemoError> {
+pub async fn run(
+    config: &DemoConfig,
+    on_trial: &(dyn Fn(&TrialReport<'_>) + Sync),
+) -> Result<Vec<Row>, DemoError> {
     let per_mode = config.modes.iter().map(|&mode| async move {
         let harness = Harness::start(mode, config).await?;
         let plan = harness.layout().plan(config.seed ^ mode_salt(mode), config.trials);
@@ -941,7 +974,12 @@ pub async fn run(config: &DemoConfig, on_trial: &(dyn Fn() + Sync)) -> Result<Ve
                 let t = harness.trial(kind, cut).await;
                 debug!(%mode, %kind, ?region, cut, ?t, "trial");
                 row.add(&t);
-                on_trial();
+                on_trial(&TrialReport {
+                    server: mode,
+                    client: kind,
+                    region,
+                    outcome: &t,
+                });
             }
             rows.push(row);
         }

@@ -28,6 +28,9 @@ pub(crate) struct DemoArgs {
     /// Print `{"rows": [...]}` instead of the table.
     #[arg(long)]
     json: bool,
+    /// Print one line per trial on stderr (cut offset, region, result, the guard's refusals).
+    #[arg(long)]
+    verbose: bool,
 }
 
 pub(crate) fn run(args: &DemoArgs) -> ExitCode {
@@ -59,7 +62,12 @@ pub(crate) fn run(args: &DemoArgs) -> ExitCode {
         }
     };
     let started = Instant::now();
-    let on_trial = || bar.inc(1);
+    let on_trial = |t: &demo::TrialReport<'_>| {
+        if args.verbose {
+            bar.suspend(|| eprintln!("{t}"));
+        }
+        bar.inc(1);
+    };
     let rows = runtime.block_on(demo::run(&config, &on_trial));
     bar.finish_and_clear();
     let rows = match rows {
