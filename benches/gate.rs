@@ -38,7 +38,13 @@ fn dense() -> Vec<u8> {
             out.push(b',');
         }
         out.extend_from_slice(
-            format!(r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#, i % 1000, i % 7, i % 13).as_bytes(),
+            format!(
+                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
+                i % 1000,
+                i % 7,
+                i % 13
+            )
+            .as_bytes(),
         );
         i += 1;
     }
@@ -69,7 +75,11 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     for isa in Isa::ALL.into_iter().rev().filter(|i| i.is_available()) {
         for exact in [false, true] {
             let mut gate = Config::new().exact(exact).build_with_isa(isa).unwrap();
-            let id = format!("gate_{}/{}", if exact { "exact" } else { "fast" }, isa.name());
+            let id = format!(
+                "gate_{}/{}",
+                if exact { "exact" } else { "fast" },
+                isa.name()
+            );
             g.bench_function(id, |b| {
                 b.iter(|| {
                     gate.reset();

@@ -290,7 +290,9 @@ impl Exact {
                                 break;
                             }
                             b'\\' => match bytes.get(i + 1) {
-                                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                                    i += 2
+                                }
                                 _ => {
                                     self.st = St::Esc;
                                     i += 1;
