@@ -1,5 +1,4 @@
-//! ssegate: zero-copy SSE decoding, a JSON completeness gate and a resumption guard for MCP
-//! Streamable HTTP clients.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 

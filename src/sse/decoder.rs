@@ -69,6 +69,7 @@ impl Config {
             pos: 0,
             chunk_base: 0,
             pending_cr: false,
+            eol_known: None,
             state: State::Bom(0),
             name: [0; NAME_MAX],
             name_len: 0,
@@ -218,6 +219,9 @@ pub struct Decoder {
     chunk_base: u64,
     /// The last line ended with a CR at the end of a chunk: a LF starting the next one belongs to it.
     pending_cr: bool,
+    /// Where the first CR or LF at or after `pos` is (`cur.len()` when none), when a scan already
+    /// found out: the next `Value` or `Skip` step uses it instead of scanning again.
+    eol_known: Option<usize>,
     state: State,
     name: [u8; NAME_MAX],
     name_len: u8,
@@ -269,6 +273,7 @@ impl Decoder {
     /// more input is needed.
     ///
     /// After an error the decoder has already resynchronised: keep calling.
+    #[inline]
     pub fn next_event(&mut self) -> Option<Result<Event, DecodeError>> {
         loop {
             if self.pos >= self.cur.len() {
@@ -276,12 +281,19 @@ impl Decoder {
                 self.chunk_base += self.cur.len() as u64;
                 self.cur = next;
                 self.pos = 0;
+                self.eol_known = None;
                 if self.pending_cr {
                     self.pending_cr = false;
                     if self.cur[0] == b'\n' {
                         self.pos = 1;
                     }
                 }
+                continue;
+            }
+            if self.pos == 0
+                && self.state == State::Value(Field::Data)
+                && !self.whole_chunk_in_data()
+            {
                 continue;
             }
             // Taking the chunk out lets the scanner borrow it while it updates `self`.
@@ -320,6 +332,7 @@ impl Decoder {
         self.pos = 0;
         self.chunk_base = 0;
         self.pending_cr = false;
+        self.eol_known = None;
         self.state = State::Bom(0);
         self.open = false;
         self.discard = false;
@@ -361,6 +374,7 @@ impl Decoder {
     }
 
     /// Scans `cur` from `self.pos`; returns at the first event or error, or at the chunk's end.
+    #[inline]
     fn scan(&mut self, cur: &Bytes) -> Option<Result<Event, DecodeError>> {
         let buf: &[u8] = cur;
         let len = buf.len();
@@ -381,11 +395,33 @@ impl Decoder {
                         self.block_start = at;
                     }
                     self.line_start = at;
-                    if self.discard || b == b':' {
+                    if self.discard {
                         self.state = State::Skip;
-                    } else {
-                        self.name_len = 0;
-                        self.state = State::Name;
+                        continue;
+                    }
+                    // Fast path: the whole line is in this chunk. Otherwise the rest of the chunk
+                    // is known to hold no line end, and the states below do not scan it again.
+                    let start = self.pos;
+                    match memchr::memchr2(b'\r', b'\n', &buf[start..]) {
+                        Some(n) => {
+                            let r = self.whole_line(cur, start, start + n);
+                            self.pos = start + n;
+                            self.line_end(buf);
+                            if let Err(e) = r {
+                                self.enter_discard();
+                                self.state = State::LineStart;
+                                return Some(Err(e));
+                            }
+                        }
+                        None => {
+                            self.eol_known = Some(len);
+                            if b == b':' {
+                                self.state = State::Skip;
+                            } else {
+                                self.name_len = 0;
+                                self.state = State::Name;
+                            }
+                        }
                     }
                 }
                 State::Name => {
@@ -401,7 +437,7 @@ impl Decoder {
                 }
                 State::Value(field) => {
                     let start = self.pos;
-                    let found = memchr::memchr2(b'\r', b'\n', &buf[start..]).map(|i| start + i);
+                    let found = self.find_line_end(buf, start);
                     let end = found.unwrap_or(len);
                     let r = self.value_piece(field, cur, start, end, found.is_some());
                     self.pos = end;
@@ -418,7 +454,7 @@ impl Decoder {
                 }
                 State::Skip => {
                     let start = self.pos;
-                    let found = memchr::memchr2(b'\r', b'\n', &buf[start..]).map(|i| start + i);
+                    let found = self.find_line_end(buf, start);
                     let end = found.unwrap_or(len);
                     self.pos = end;
                     if !self.discard
@@ -458,6 +494,70 @@ impl Decoder {
             }
         }
         None
+    }
+
+    /// The first CR or LF in `buf[start..]`, scanned unless already known.
+    #[inline]
+    fn find_line_end(&mut self, buf: &[u8], start: usize) -> Option<usize> {
+        match self.eol_known.take() {
+            Some(p) => (p < buf.len()).then_some(p),
+            None => memchr::memchr2(b'\r', b'\n', &buf[start..]).map(|i| start + i),
+        }
+    }
+
+    /// A chunk that starts inside a data line: when it holds no line end, the chunk itself becomes
+    /// a data segment (moved, not sliced) and this returns `false`; otherwise `true`, and the
+    /// scanner takes over, knowing nothing of the chunk's content.
+    #[inline]
+    fn whole_chunk_in_data(&mut self) -> bool {
+        let len = self.cur.len();
+        if let Some(p) = memchr::memchr2(b'\r', b'\n', &self.cur) {
+            self.eol_known = Some(p);
+            return true;
+        }
+        if self.chunk_base + len as u64 - self.line_start > self.config.max_line as u64
+            || self.data.len() + len > self.config.max_event
+        {
+            // Let the scanner report the error.
+            self.eol_known = Some(len);
+            return true;
+        }
+        self.chunk_base += len as u64;
+        self.data.push(std::mem::take(&mut self.cur));
+        false
+    }
+
+    /// A line that lies whole in `cur[start..eol]` (`eol` at its CR or LF), not blank, not discarded.
+    #[inline]
+    fn whole_line(&mut self, cur: &Bytes, start: usize, eol: usize) -> Result<(), DecodeError> {
+        let line = &cur[start..eol];
+        if line.len() > self.config.max_line {
+            return Err(DecodeError::line_too_long(
+                self.config.max_line,
+                self.line_start,
+            ));
+        }
+        // Known names are at most NAME_MAX bytes: only the first NAME_MAX + 1 can hold the colon.
+        let head = &line[..line.len().min(NAME_MAX + 1)];
+        let (name, value_start) = match head.iter().position(|&c| c == b':') {
+            Some(colon) => (&line[..colon], start + colon + 1),
+            None if line.len() <= NAME_MAX => (line, eol),
+            None => return Ok(()),
+        };
+        let field = match name {
+            b"data" => Field::Data,
+            b"id" => Field::Id,
+            b"event" => Field::Event,
+            b"retry" => Field::Retry,
+            _ => return Ok(()),
+        };
+        let value_start = if value_start < eol && cur[value_start] == b' ' {
+            value_start + 1
+        } else {
+            value_start
+        };
+        self.begin_field(field)?;
+        self.value_piece(field, cur, value_start, eol, true)
     }
 
     /// Reads field-name bytes (at most `NAME_MAX + 1`, carried across chunks).
@@ -618,7 +718,13 @@ impl Decoder {
         match field {
             Field::Event => self.event_type = if value.is_empty() { None } else { Some(value) },
             Field::Id => {
-                if memchr::memchr(0, &value).is_none() {
+                // Ids are short: a plain loop beats a call into memchr.
+                let has_nul = if value.len() < 64 {
+                    value.contains(&0)
+                } else {
+                    memchr::memchr(0, &value).is_some()
+                };
+                if !has_nul {
                     self.own_id = Some(value);
                 }
             }
@@ -645,6 +751,7 @@ impl Decoder {
     }
 
     /// A blank line: commits the id, dispatches the block if it has data.
+    #[inline]
     fn blank_line(&mut self) -> Option<Event> {
         self.open = false;
         if self.discard {

@@ -1,0 +1,98 @@
+//! Decoder throughput against a `memcpy` of the same bytes, in the same group (DESIGN.md's table):
+//! one 4 MiB event in 16 KiB and in 64-byte chunks, and 100k progress events of ~200 B.
+//!
+//! `cargo bench --bench decode -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use ssegate::sse::Decoder;
+
+/// A tool result as MCP servers send it: one JSON-RPC response on one `data:` line, its text a
+/// JSON string of prose with escapes.
+fn big_event(size: usize) -> Vec<u8> {
+    let mut text = String::new();
+    let prose = "The quick brown fox jumps over the lazy dog; \\\"quoted\\\" text, a path C:\\\\tmp\\\\x, \
+                 numbers 12345.678 and a line break\\n. ";
+    while text.len() < size {
+        text.push_str(prose);
+    }
+    text.truncate(size);
+    format!(
+        "id: 17\ndata: {{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":false}}}}\n\n"
+    )
+    .into_bytes()
+}
+
+/// `n` progress notifications with ids, ~200 bytes each.
+fn progress_events(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        out.push_str(&format!(
+            "id: {i}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"req-42\",\"progress\":{i},\"total\":{n},\"message\":\"Processing item {i} of {n}\"}}}}\n\n"
+        ));
+    }
+    out.into_bytes()
+}
+
+fn slices(input: &Bytes, size: usize) -> Vec<Bytes> {
+    (0..input.len())
+        .step_by(size)
+        .map(|at| input.slice(at..(at + size).min(input.len())))
+        .collect()
+}
+
+fn decode_all(chunks: Vec<Bytes>) -> usize {
+    let mut d = Decoder::new();
+    let mut n = 0;
+    for c in chunks {
+        d.feed(c);
+        while let Some(r) = d.next_event() {
+            black_box(&r);
+            n += 1;
+        }
+    }
+    n
+}
+
+fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usize) {
+    let bytes = Bytes::copy_from_slice(input);
+    let chunks = slices(&bytes, chunk);
+    assert_eq!(decode_all(chunks.clone()), events);
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(input.len() as u64));
+    g.sample_size(20);
+    let mut dst = vec![0u8; input.len()];
+    g.bench_function("memcpy", |b| {
+        b.iter(|| {
+            dst.copy_from_slice(black_box(&bytes));
+            black_box(&dst);
+        })
+    });
+    // The transport hands the decoder owned chunks: cloning the pre-sliced Vec is setup, untimed.
+    g.bench_function("ssegate", |b| {
+        b.iter_batched(
+            || chunks.clone(),
+            |chunks| black_box(decode_all(chunks)),
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let big = big_event(4 << 20);
+    group(c, "one_4mib_event_16k_chunks", &big, 16 << 10, 1);
+    group(c, "one_4mib_event_64b_chunks", &big, 64, 1);
+    group(
+        c,
+        "100k_events_200b_16k_chunks",
+        &progress_events(100_000),
+        16 << 10,
+        100_000,
+    );
+}
+
+criterion_group!(decode, benches);
+criterion_main!(decode);
