@@ -474,7 +474,9 @@ async fn measure(proxy: &RunningProxy, config: &DemoConfig) -> Result<Layout, De
         .await
         .map_err(|e| DemoError(format!("measuring the response layout: {e}")))?;
     let before = proxy.stats().bytes_down;
-    let res = naive.post(&call_request(CALL_ID, "big_result", json!({}))).await?;
+    let res = naive
+        .post(&call_request(CALL_ID, "big_result", json!({})))
+        .await?;
     let body = client::read_body(res.into_body(), usize::MAX, "measure").await?;
     // The proxy counts a chunk after writing it; let it finish counting the last one.
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -616,7 +618,10 @@ impl NaiveClient {
         .await?)
     }
 
-    async fn post(&self, body: &Bytes) -> Result<http::Response<hyper::body::Incoming>, NaiveError> {
+    async fn post(
+        &self,
+        body: &Bytes,
+    ) -> Result<http::Response<hyper::body::Incoming>, NaiveError> {
         self.send(Method::POST, &[], body.clone()).await
     }
 
@@ -636,9 +641,10 @@ impl NaiveClient {
         let mut reconnects = 0u32;
         let mut got_bytes = true;
         loop {
-            let next = tokio::time::timeout(self.timeout, http_body_util::BodyExt::frame(&mut body))
-                .await
-                .map_err(|_| NaiveError("timed out reading the stream".to_owned()))?;
+            let next =
+                tokio::time::timeout(self.timeout, http_body_util::BodyExt::frame(&mut body))
+                    .await
+                    .map_err(|_| NaiveError("timed out reading the stream".to_owned()))?;
             match next {
                 Some(Ok(frame)) => {
                     let Ok(chunk) = frame.into_data() else {
@@ -666,7 +672,11 @@ impl NaiveClient {
                     reconnects += 1;
                     tokio::time::sleep(sse.retry).await;
                     let res = self
-                        .send(Method::GET, &[("last-event-id", last.as_str())], Bytes::new())
+                        .send(
+                            Method::GET,
+                            &[("last-event-id", last.as_str())],
+                            Bytes::new(),
+                        )
                         .await?;
                     if res.status() != StatusCode::OK {
                         return Err(NaiveError(format!("resume answered {}", res.status())));
@@ -966,7 +976,9 @@ pub async fn run(
 ) -> Result<Vec<Row>, DemoError> {
     let per_mode = config.modes.iter().map(|&mode| async move {
         let harness = Harness::start(mode, config).await?;
-        let plan = harness.layout().plan(config.seed ^ mode_salt(mode), config.trials);
+        let plan = harness
+            .layout()
+            .plan(config.seed ^ mode_salt(mode), config.trials);
         let mut rows = Vec::new();
         for kind in [ClientKind::Naive, ClientKind::Guarded] {
             let mut row = Row::new(mode, kind);
@@ -997,7 +1009,9 @@ pub async fn run(
 fn mode_salt(mode: ServerMode) -> u64 {
     mode.as_str()
         .bytes()
-        .fold(0xCBF2_9CE4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3))
+        .fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
+        })
 }
 
 #[cfg(test)]
@@ -1014,7 +1028,11 @@ mod tests {
         assert_eq!(feed_all(&mut sse, b"id: 1-3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"p\"}\n\nid: 1-4\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"res"), None);
         sse.connection_lost();
         assert_eq!(sse.last_id.as_deref(), Some("1-3"));
-        let got = feed_all(&mut sse, b"id: 1-4\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n").unwrap();
+        let got = feed_all(
+            &mut sse,
+            b"id: 1-4\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+        )
+        .unwrap();
         assert_eq!(
             got,
             b"{\"jsonrpc\":\"2.0\",\"id\":1,\"res{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"
@@ -1024,7 +1042,13 @@ mod tests {
     #[test]
     fn naive_restart_hands_over_the_truncated_prefix() {
         let mut sse = NaiveSse::default();
-        assert_eq!(feed_all(&mut sse, b"id: 1-0\nretry: 5\ndata: \n\nid: 1-4\ndata: {\"id\":1,\"re"), None);
+        assert_eq!(
+            feed_all(
+                &mut sse,
+                b"id: 1-0\nretry: 5\ndata: \n\nid: 1-4\ndata: {\"id\":1,\"re"
+            ),
+            None
+        );
         sse.connection_lost();
         assert_eq!(sse.retry, Duration::from_millis(5));
         let got = feed_all(&mut sse, b"id: 2-0\nretry: 5\ndata: \n\n").unwrap();

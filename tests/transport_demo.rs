@@ -58,9 +58,16 @@ async fn guarded_mode(mode: ServerMode) -> Tally {
         );
         let o = &response.outcome;
         // A refusal is always followed by a renegotiation, and each renegotiation by a refusal.
-        assert_eq!(o.refusals.len() as u32, o.renegotiations, "{mode} cut {cut}: {o:?}");
+        assert_eq!(
+            o.refusals.len() as u32,
+            o.renegotiations,
+            "{mode} cut {cut}: {o:?}"
+        );
         assert_eq!(o.attempts, o.renegotiations + 1);
-        assert!(o.renegotiations <= 1, "one cut, one renegotiation at most: {o:?}");
+        assert!(
+            o.renegotiations <= 1,
+            "one cut, one renegotiation at most: {o:?}"
+        );
         if o.renegotiations > 0 {
             tally.renegotiated += 1;
         } else if o.resumes > 0 {
@@ -70,8 +77,15 @@ async fn guarded_mode(mode: ServerMode) -> Tally {
         }
     }
     let proxy = harness.proxy().stats();
-    assert!(proxy.cuts as usize >= GUARDED_TRIALS * 9 / 10, "{mode}: cuts {proxy:?}");
-    assert_eq!(harness.server().session_count(), 0, "{mode}: every session was deleted");
+    assert!(
+        proxy.cuts as usize >= GUARDED_TRIALS * 9 / 10,
+        "{mode}: cuts {proxy:?}"
+    );
+    assert_eq!(
+        harness.server().session_count(),
+        0,
+        "{mode}: every session was deleted"
+    );
     harness.shutdown().await;
     tally
 }
@@ -114,7 +128,11 @@ async fn naive_client_corrupts_under_restart_and_boundary() {
                 }
                 // The same cut, guarded: never corrupt.
                 let g = harness.trial(ClientKind::Guarded, cut).await;
-                assert_eq!(g.class, TrialClass::Intact, "{mode} {region:?} {cut}: {g:?}");
+                assert_eq!(
+                    g.class,
+                    TrialClass::Intact,
+                    "{mode} {region:?} {cut}: {g:?}"
+                );
             }
             eprintln!("{mode}: naive corrupted {corrupt} of {NAIVE_TRIALS}");
             assert!(corrupt >= 1, "{mode}: the naive client never corrupted");
@@ -129,15 +147,19 @@ async fn naive_client_corrupts_under_restart_and_boundary() {
 #[tokio::test]
 async fn non_retryable_refusal_is_a_typed_error() {
     tokio::time::timeout(LIMIT, async {
-        let harness = Harness::start(ServerMode::Restart, &config()).await.unwrap();
+        let harness = Harness::start(ServerMode::Restart, &config())
+            .await
+            .unwrap();
         let layout = *harness.layout();
         let mut cc = ClientConfig::default();
         cc.replay_timeout(Duration::from_millis(500));
-        let mut client = Client::connect_addr(harness.proxy().addr(), cc).await.unwrap();
+        let mut client = Client::connect_addr(harness.proxy().addr(), cc)
+            .await
+            .unwrap();
         let first_session = client.session_id().unwrap().to_owned();
-        harness
-            .proxy()
-            .set_next_cut(ssegate::proxy::Cut::At((layout.big_start + layout.big_end) / 2));
+        harness.proxy().set_next_cut(ssegate::proxy::Cut::At(
+            (layout.big_start + layout.big_end) / 2,
+        ));
         let err = client
             .call_tool("big_result", json!({}), false)
             .await
@@ -146,11 +168,18 @@ async fn non_retryable_refusal_is_a_typed_error() {
             panic!("expected a refusal, got {err}");
         };
         assert_eq!(*attempts, 1);
-        assert!(matches!(error.kind, Torn::StreamRestarted { .. }), "{error}");
+        assert!(
+            matches!(error.kind, Torn::StreamRestarted { .. }),
+            "{error}"
+        );
         assert!(error.must_renegotiate());
         assert_eq!(error.cursor.as_deref(), Some(&b"1-3"[..]));
         assert!(err.to_string().contains("restarted the stream"), "{err}");
-        assert_eq!(client.session_id(), Some(first_session.as_str()), "no renegotiation");
+        assert_eq!(
+            client.session_id(),
+            Some(first_session.as_str()),
+            "no renegotiation"
+        );
         client.close().await.unwrap();
         harness.shutdown().await;
     })
@@ -180,7 +209,10 @@ async fn json_and_sse_answers_and_session_lifecycle() {
                 .unwrap();
             let expected = ssegate::server::expected_result(&json!(2), 1000, 3);
             assert!(big.message.data().eq_bytes(&expected));
-            assert_eq!(big.outcome.other_messages, 3, "three progress notifications");
+            assert_eq!(
+                big.outcome.other_messages, 3,
+                "three progress notifications"
+            );
             let unknown = client.call_tool("nope", json!({}), true).await.unwrap();
             let v: Value = unknown.message.deserialize().unwrap();
             assert_eq!(v["error"]["code"], -32602);

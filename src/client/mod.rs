@@ -3,7 +3,7 @@
 //! [`Client::connect`] opens a session (`initialize`, then `notifications/initialized`, following
 //! `Mcp-Session-Id`); [`Client::call`] POSTs one request with
 //! `Accept: application/json, text/event-stream` and takes either answer. An event-stream answer is
-//! fed chunk by chunk to an [`sse::Decoder`](crate::sse::Decoder) and every event to a
+//! fed chunk by chunk to an [`sse::Decoder`] and every event to a
 //! [`Guard`]: when the connection is cut, the client resumes with `GET` + `Last-Event-ID` after the
 //! `retry:` delay and keeps feeding the guard, which decides whether the replay continues the stream
 //! that was cut. When the guard refuses with an error that asks for a new session, and the caller
@@ -224,7 +224,9 @@ impl fmt::Display for ClientError {
         match self {
             ClientError::InvalidUrl(u) => write!(f, "not an http://host:port/path URL: {u:?}"),
             ClientError::Connect { addr, source } => write!(f, "connecting to {addr}: {source}"),
-            ClientError::Http { during, source } => write!(f, "HTTP error during {during}: {source}"),
+            ClientError::Http { during, source } => {
+                write!(f, "HTTP error during {during}: {source}")
+            }
             ClientError::Status {
                 during,
                 status,
@@ -235,7 +237,11 @@ impl fmt::Display for ClientError {
                 write!(f, "refused after {attempts} attempt(s): {error}")
             }
             ClientError::Timeout { during, after } => {
-                write!(f, "timed out after {} ms during {during}", after.as_millis())
+                write!(
+                    f,
+                    "timed out after {} ms during {during}",
+                    after.as_millis()
+                )
             }
         }
     }
@@ -446,7 +452,10 @@ impl Client {
     }
 
     /// Like [`Client::connect`], for `http://<addr>/mcp`.
-    pub async fn connect_addr(addr: SocketAddr, config: ClientConfig) -> Result<Client, ClientError> {
+    pub async fn connect_addr(
+        addr: SocketAddr,
+        config: ClientConfig,
+    ) -> Result<Client, ClientError> {
         Client::open(Endpoint::from_addr(addr), config).await
     }
 
@@ -514,7 +523,7 @@ impl Client {
         let accept = [("accept", "application/json, text/event-stream")];
         let res = self.send(Method::POST, &accept, body, "initialize").await?;
         if res.status() != StatusCode::OK {
-            return Err(status_error(res, "initialize").await.into());
+            return Err(status_error(res, "initialize").await);
         }
         let session = header_str(&res, SESSION_HEADER).ok_or_else(|| {
             ClientError::Protocol("initialize answered without Mcp-Session-Id".to_owned())
@@ -528,7 +537,7 @@ impl Client {
             .send(Method::POST, &accept, body, "notifications/initialized")
             .await?;
         if !res.status().is_success() {
-            return Err(status_error(res, "notifications/initialized").await.into());
+            return Err(status_error(res, "notifications/initialized").await);
         }
         debug!(session = self.session.as_deref(), "session open");
         Ok(())
@@ -614,7 +623,10 @@ impl Client {
             self.initialize().await?;
             outcome.renegotiations += 1;
             guard.reset();
-            debug!(session = self.session.as_deref(), "renegotiated; re-issuing the request");
+            debug!(
+                session = self.session.as_deref(),
+                "renegotiated; re-issuing the request"
+            );
         }
     }
 
@@ -705,7 +717,8 @@ impl Client {
                         let event = event.map_err(|e| guard.on_decode_error(&e))?;
                         match guard.on_event(event)? {
                             Decision::Deliver(d) => {
-                                if d.rpc.kind == RpcKind::Response && d.rpc.id.as_ref() == Some(rpc_id)
+                                if d.rpc.kind == RpcKind::Response
+                                    && d.rpc.id.as_ref() == Some(rpc_id)
                                 {
                                     return Ok(d.message);
                                 }
@@ -752,10 +765,10 @@ impl Client {
                             let end = ConnectionEnd::from_decoder(&mut decoder);
                             return Err(match guard.on_disconnect(end) {
                                 Err(e) => e.into(),
-                                Ok(_) => ClientError::Protocol(
-                                    "the resume request failed".to_owned(),
-                                )
-                                .into(),
+                                Ok(_) => {
+                                    ClientError::Protocol("the resume request failed".to_owned())
+                                        .into()
+                                }
                             });
                         }
                     };
@@ -783,7 +796,10 @@ impl Client {
                 ("accept", "text/event-stream"),
                 ("last-event-id", cursor.as_str()),
             ];
-            let res = match self.send(Method::GET, &headers, Bytes::new(), "resume").await {
+            let res = match self
+                .send(Method::GET, &headers, Bytes::new(), "resume")
+                .await
+            {
                 Ok(res) => res,
                 Err(e) => {
                     warn!(error = %e, "the resume request failed");
@@ -800,11 +816,17 @@ impl Client {
             debug!(status = response.status, "resume answered");
             match guard.on_reconnect(&response) {
                 Ok(()) => return Ok(Some(res.into_body())),
-                Err(e) if matches!(e.kind, Torn::Busy { .. }) && busy < self.config.max_busy_retries => {
+                Err(e)
+                    if matches!(e.kind, Torn::Busy { .. })
+                        && busy < self.config.max_busy_retries =>
+                {
                     busy += 1;
                     outcome.busy_retries += 1;
                     let wait = e.retry_after().unwrap_or_else(|| guard.retry());
-                    debug!(wait_ms = wait.as_millis() as u64, "server busy; retrying the resume");
+                    debug!(
+                        wait_ms = wait.as_millis() as u64,
+                        "server busy; retrying the resume"
+                    );
                     tokio::time::sleep(wait).await;
                 }
                 Err(e) => return Err(e.into()),
@@ -843,7 +865,10 @@ mod tests {
     #[test]
     fn endpoint_parsing() {
         let e = Endpoint::parse("http://127.0.0.1:8080/mcp").unwrap();
-        assert_eq!((e.authority.as_str(), e.path.as_str()), ("127.0.0.1:8080", "/mcp"));
+        assert_eq!(
+            (e.authority.as_str(), e.path.as_str()),
+            ("127.0.0.1:8080", "/mcp")
+        );
         let e = Endpoint::parse("http://localhost:1").unwrap();
         assert_eq!(e.path, "/");
         assert!(Endpoint::parse("https://x:1/").is_err());
@@ -852,7 +877,10 @@ mod tests {
 
     #[test]
     fn mime_matching() {
-        assert!(mime_is(Some("text/event-stream; charset=utf-8"), "text/event-stream"));
+        assert!(mime_is(
+            Some("text/event-stream; charset=utf-8"),
+            "text/event-stream"
+        ));
         assert!(!mime_is(Some("application/json"), "text/event-stream"));
         assert!(!mime_is(None, "application/json"));
     }
