@@ -854,24 +854,26 @@ impl Row {
         self.renegotiated += usize::from(t.renegotiated);
     }
 
-    /// The row as the `--json` object.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "server": self.server.as_str(),
-            "client": self.client.as_str(),
-            "trials": self.trials,
-            "intact": self.intact,
-            "silent_corruption": self.silent_corruption,
-            "refused": self.refused,
-            "resumed": self.resumed,
-            "renegotiated": self.renegotiated,
-        })
+    /// The row as the `--json` object, keys in table order.
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"server\":\"{}\",\"client\":\"{}\",\"trials\":{},\"intact\":{},\"silent_corruption\":{},\"refused\":{},\"resumed\":{},\"renegotiated\":{}}}",
+            self.server.as_str(),
+            self.client.as_str(),
+            self.trials,
+            self.intact,
+            self.silent_corruption,
+            self.refused,
+            self.resumed,
+            self.renegotiated
+        )
     }
 }
 
-/// `{"rows": [...]}`.
-pub fn rows_json(rows: &[Row]) -> Value {
-    json!({"rows": rows.iter().map(Row::to_json).collect::<Vec<_>>()})
+/// `{"rows":[...]}`, one line, keys in table order.
+pub fn rows_json(rows: &[Row]) -> String {
+    let rows: Vec<String> = rows.iter().map(Row::to_json).collect();
+    format!("{{\"rows\":[{}]}}", rows.join(","))
 }
 
 /// The rows as a readable table.
@@ -1086,9 +1088,13 @@ mod tests {
             cut: 5,
             detail: None,
         });
-        let v = rows_json(std::slice::from_ref(&r));
+        let text = rows_json(std::slice::from_ref(&r));
+        assert_eq!(
+            text,
+            r#"{"rows":[{"server":"boundary","client":"naive","trials":1,"intact":0,"silent_corruption":1,"refused":0,"resumed":1,"renegotiated":0}]}"#
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["rows"][0]["silent_corruption"], 1);
-        assert_eq!(v["rows"][0]["server"], "boundary");
         assert!(table(&[r]).contains("boundary"));
     }
 }

@@ -91,5 +91,13 @@ pub(crate) fn run(args: &DemoArgs) -> ExitCode {
             started.elapsed().as_secs_f64()
         );
     }
-    ExitCode::SUCCESS
+    // A corrupt delivery by the guarded client is a bug in ssegate: say so in the exit status.
+    let guarded_corrupt = rows
+        .iter()
+        .any(|r| r.client == demo::ClientKind::Guarded && r.silent_corruption > 0);
+    if guarded_corrupt {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
