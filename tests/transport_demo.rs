@@ -224,3 +224,54 @@ async fn json_and_sse_answers_and_session_lifecycle() {
     .await
     .unwrap();
 }
+
+/// Ends `session` on the server behind the client's back, as a server restart or an idle timeout does.
+async fn expire(addr: std::net::SocketAddr, session: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).await.unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 2"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+/// A request on an expired session (404 on the POST itself) renegotiates when it is retryable and
+/// is a typed `SessionExpired` refusal when it is not.
+#[tokio::test]
+async fn expired_session_on_post_renegotiates_when_retryable() {
+    tokio::time::timeout(LIMIT, async {
+        let mut sc = ServerConfig::default();
+        sc.result_size(1000).retry_ms(5);
+        let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let mut client = Client::connect(&server.url(), ClientConfig::default())
+            .await
+            .unwrap();
+
+        expire(server.addr(), client.session_id().unwrap()).await;
+        let err = client
+            .call("tools/list", json!({}), false)
+            .await
+            .unwrap_err();
+        let refusal = err.refusal().expect("a typed refusal");
+        assert!(matches!(refusal.kind, Torn::SessionExpired), "{err}");
+        assert!(refusal.must_renegotiate());
+
+        // The session is still the expired one: the retryable call renegotiates.
+        let opened = client.sessions_opened();
+        let list = client.call("tools/list", json!({}), true).await.unwrap();
+        assert_eq!(list.outcome.renegotiations, 1);
+        assert_eq!(client.sessions_opened(), opened + 1);
+        let v: Value = list.message.deserialize().unwrap();
+        assert_eq!(v["result"]["tools"][0]["name"], "big_result");
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}

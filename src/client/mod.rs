@@ -641,6 +641,15 @@ impl Client {
         let res = self
             .send(Method::POST, &accept, body.clone(), "request")
             .await?;
+        if res.status() == StatusCode::NOT_FOUND && self.session.is_some() {
+            // The session expired before the request was taken: the refusal a 404 on resume gets,
+            // so a retryable call renegotiates instead of failing.
+            return Err(AttemptError::Refused(TornBoundary {
+                kind: Torn::SessionExpired,
+                cursor: None,
+                outstanding: vec![rpc_id.clone()],
+            }));
+        }
         if res.status() != StatusCode::OK {
             return Err(status_error(res, "request").await.into());
         }
