@@ -628,3 +628,27 @@ fn the_replay_window_does_not_keep_input_chunks_alive() {
         .unwrap();
     assert!(matches!(replay, Decision::Skip(Skip::ExactReplay { .. })));
 }
+
+#[test]
+fn the_replay_window_is_bounded_and_configurable() {
+    let p = |n: u32| PROGRESS.replace("\"progress\":1", &format!("\"progress\":{n}"));
+    let stream = ev("1", &p(1)) + &ev("2", &p(2)) + &ev("3", &p(3));
+    // A window of 2 ids: a replay of id 3 is recognised, a replay of id 1 is not and is refused
+    // (its content can no longer be compared), never delivered again.
+    for (replayed, want) in [("3", "skip-replay 3"), ("1", "err StreamRestarted")] {
+        let n: u32 = replayed.parse().unwrap();
+        let capture = stream.clone() + &ev(replayed, &p(n));
+        let mut guard = Config::default().window(2).build();
+        let mut out = Vec::new();
+        check(&split_capture(&Bytes::from(capture)), &mut guard, |s| {
+            out.push(render(s))
+        });
+        assert_eq!(out[3], want);
+    }
+    // The default window remembers all of them.
+    let capture = stream + &ev("1", &p(1));
+    assert_eq!(
+        run_with(&capture, Policy::Verified, false)[3],
+        "skip-replay 1"
+    );
+}
