@@ -7,7 +7,6 @@
 //! over there and judge anything unusual (an error, a piece boundary) byte by byte with precise offsets.
 #![forbid(unsafe_code)]
 
-use crate::gate::stage1::escapes;
 
 /// What one block kernel call achieved; see [`super::skip_string`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,23 +58,53 @@ pub(crate) struct BlockMasks {
 }
 
 /// Loop state of one kernel call.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Run {
     carry: Carry,
-    /// Start of the first accepted block holding a non-ASCII byte: UTF-8 is checked from there.
-    utf8_from: Option<usize>,
+    /// Start of the first accepted block holding a non-ASCII byte (`usize::MAX`: none yet): UTF-8 is
+    /// checked from there.
+    utf8_from: usize,
     /// Offset of the closing quote, once found.
     close: Option<usize>,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run {
+            carry: Carry::default(),
+            utf8_from: usize::MAX,
+            close: None,
+        }
+    }
 }
 
 impl Run {
     /// Judges the block at `at` (`bytes[at..at + 64]`). `true`: the block is valid string content and the
     /// string goes on, keep going. `false`: stop here (the string closed, see [`Run::finish`], or the block
     /// needs the scalar automaton's careful look; the carry is then left as it was before the block).
+    ///
+    /// The common block (plain text, simple escapes, non-ASCII) takes one branch-free pass; a closing
+    /// quote, a `\u` escape or anything invalid goes to [`Run::block_careful`].
     #[inline(always)]
     pub(crate) fn block(&mut self, bytes: &[u8], at: usize, m: BlockMasks) -> bool {
-        let mut esc_carry = self.carry.esc;
-        let escaped = escapes(m.backslash, &mut esc_carry);
+        let (escaped, esc_out) = escapes_branchless(m.backslash, self.carry.esc);
+        let closing = m.quote & !escaped;
+        let unusual =
+            closing | m.control | (escaped & !m.escapable) | (escaped & m.u) | self.carry.hex;
+        if unusual != 0 {
+            return self.block_careful(bytes, at, m);
+        }
+        self.carry.esc = esc_out;
+        if m.non_ascii != 0 && self.utf8_from == usize::MAX {
+            self.utf8_from = at;
+        }
+        true
+    }
+
+    /// [`Run::block`] for blocks with a closing quote, `\u` escapes, or errors.
+    #[inline(never)]
+    fn block_careful(&mut self, bytes: &[u8], at: usize, m: BlockMasks) -> bool {
+        let (escaped, esc_carry) = escapes_branchless(m.backslash, self.carry.esc);
         let closing = m.quote & !escaped;
         // Everything up to and including the closing quote is string; what follows is not our business.
         let upto = if closing == 0 {
@@ -104,8 +133,8 @@ impl Run {
         if bad & upto != 0 {
             return false;
         }
-        if m.non_ascii & upto != 0 && self.utf8_from.is_none() {
-            self.utf8_from = Some(at);
+        if m.non_ascii & upto != 0 && self.utf8_from == usize::MAX {
+            self.utf8_from = at;
         }
         if closing != 0 {
             self.close = Some(at + closing.trailing_zeros() as usize);
@@ -124,9 +153,10 @@ impl Run {
             Some(q) => (q, true),
             None => (at - self.carry.backoff(), false),
         };
-        let valid = match self.utf8_from {
-            Some(from) if from < end => from + utf8_valid_prefix(&bytes[from..end], !closed),
-            _ => end,
+        let valid = if self.utf8_from < end {
+            self.utf8_from + utf8_valid_prefix(&bytes[self.utf8_from..end], !closed)
+        } else {
+            end
         };
         if closed && valid == end {
             Skip {
@@ -140,6 +170,19 @@ impl Run {
             }
         }
     }
+}
+
+/// The escaped-byte mask of a block from its backslash mask and the carried odd run (0 or 1), and the
+/// carry out: [`crate::gate::stage1::escapes`] without its no-backslash branch, which text mispredicts.
+#[inline(always)]
+fn escapes_branchless(backslash: u64, carry: u64) -> (u64, u64) {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !carry;
+    let follows_escape = (backslash << 1) | carry;
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
+    let invert = even_starts << 1;
+    ((EVEN ^ invert) & follows_escape, u64::from(overflow))
 }
 
 /// Length of the longest prefix of `bytes` that is whole, valid UTF-8 and ends at a character boundary
@@ -199,6 +242,20 @@ mod tests {
             let class = ESCAPE_LO[usize::from(b & 0x0f)] & ESCAPE_HI[usize::from(b >> 4)];
             let want = b < 0x80 && b"\"\\/bfnrtu".contains(&b);
             assert_eq!(class != 0, want, "{b:#04x}");
+        }
+    }
+
+    #[test]
+    fn branchless_escapes_match_stage1() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let backslash = s & s.rotate_left(17) | s.rotate_left(31) & s.rotate_left(5);
+            for carry in [0, 1] {
+                let mut c = carry;
+                let want = crate::gate::stage1::escapes(backslash, &mut c);
+                assert_eq!(escapes_branchless(backslash, carry), (want, c), "{backslash:#x}");
+            }
         }
     }
 
