@@ -550,14 +550,23 @@ mod tests {
     /// Verdict and reason after feeding `pieces` in turn, checked against the portable reference after
     /// every piece for every available kernel.
     fn same_as_portable(input: &[u8], cuts: &[usize]) -> Result<(), TestCaseError> {
-        for isa in Isa::ALL.into_iter().filter(|i| *i != Isa::Portable && i.is_available()) {
+        for isa in Isa::ALL
+            .into_iter()
+            .filter(|i| *i != Isa::Portable && i.is_available())
+        {
             let mut reference = Exact::new(16, Isa::Portable);
             let mut kernel = Exact::new(16, isa);
             let mut from = 0;
             for &to in cuts.iter().chain([&input.len()]) {
                 reference.feed(&input[from..to]);
                 kernel.feed(&input[from..to]);
-                prop_assert_eq!(kernel.verdict(), reference.verdict(), "{:?} {:?}", isa, cuts);
+                prop_assert_eq!(
+                    kernel.verdict(),
+                    reference.verdict(),
+                    "{:?} {:?}",
+                    isa,
+                    cuts
+                );
                 prop_assert_eq!(kernel.reason(), reference.reason(), "{:?} {:?}", isa, cuts);
                 from = to;
             }
@@ -565,20 +574,71 @@ mod tests {
         Ok(())
     }
 
-    /// Pieces of string content, weighted towards what stops or trips the string kernels.
-    const TOKENS: &[&[u8]] = &[
-        b"a", b"a", b"a", b"a", b"plain text ", b"0123456789abcdef", b"\\", b"\\\\", b"\\\"", b"\\/",
-        b"\\b", b"\\f", b"\\n", b"\\r", b"\\t", b"\\u", b"\\u00e9", b"\\uD83D\\uDE00", b"\\x", b"u",
-        b"0", b"F", b"g", b"{", b"}", b"[", b"]", b":", b",", b" ", b"\"", b"\xc3\xa9", b"\xe2\x80\x94",
-        b"\xf0\x9f\x98\x80", b"\xc3", b"\xa9", b"\xe2\x80", b"\xf0\x9f", b"\xed\xa0\x80", b"\xc0\xaf",
-        b"\xff", b"\xf4\x90\x80\x80", b"\x01", b"\x1f", b"\x7f",
+    /// Pieces of string content the kernels' common path handles: text, simple escapes, whole UTF-8.
+    const COMMON: &[&[u8]] = &[
+        b"a",
+        b"plain text ",
+        b"0123456789abcdef",
+        b"\\\\",
+        b"\\\"",
+        b"\\/",
+        b"\\b",
+        b"\\f",
+        b"\\n",
+        b"\\r",
+        b"\\t",
+        b"u",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b":",
+        b",",
+        b" ",
+        b"\xc3\xa9",
+        b"\xe2\x80\x94",
+        b"\xf0\x9f\x98\x80",
+        b"\x7f",
     ];
 
-    fn input_of(open: &[u8], picks: &[u8], align: usize) -> Vec<u8> {
+    /// Pieces that end a string, need the careful path, or are errors.
+    const RARE: &[&[u8]] = &[
+        b"\"",
+        b"\\",
+        b"\\u",
+        b"\\u00e9",
+        b"\\uD83D\\uDE00",
+        b"\\u12",
+        b"\\x",
+        b"\\\xc3\xa9",
+        b"0",
+        b"F",
+        b"g",
+        b"\xc3",
+        b"\xa9",
+        b"\xe2\x80",
+        b"\xf0\x9f",
+        b"\xed\xa0\x80",
+        b"\xc0\xaf",
+        b"\xff",
+        b"\xf4\x90\x80\x80",
+        b"\x01",
+        b"\x1f",
+        b"\x00",
+    ];
+
+    /// Every piece, for the exhaustive position test.
+    fn tokens() -> impl Iterator<Item = &'static [u8]> {
+        COMMON.iter().chain(RARE).copied()
+    }
+
+    /// String content from random picks: about `rare` in 256 pieces come from [`RARE`].
+    fn input_of(open: &[u8], picks: &[(u8, u8)], rare: u8, align: usize) -> Vec<u8> {
         let mut buf = vec![b' '; align];
         buf.extend_from_slice(open);
-        for &p in picks {
-            buf.extend_from_slice(TOKENS[usize::from(p) % TOKENS.len()]);
+        for &(which, p) in picks {
+            let from = if which < rare { RARE } else { COMMON };
+            buf.extend_from_slice(from[usize::from(p) % from.len()]);
         }
         buf
     }
@@ -590,12 +650,13 @@ mod tests {
         /// alignment, whole, split in two at every point, and in random pieces.
         #[test]
         fn string_kernels_match_portable(
-            picks in prop::collection::vec(any::<u8>(), 0..160),
+            picks in prop::collection::vec((any::<u8>(), any::<u8>()), 0..160),
+            rare in 1u8..64,
             open in prop_oneof![Just(&b"\""[..]), Just(&b"[\""[..]), Just(&b"{\""[..]), Just(&b"[\"a\",\""[..])],
             align in 0usize..64,
             split_seed in any::<u64>(),
         ) {
-            let buf = input_of(open, &picks, align);
+            let buf = input_of(open, &picks, rare, align);
             // Leading spaces are whitespace before the value: every alignment of the string body is hit.
             let input = &buf[..];
             same_as_portable(input, &[])?;
@@ -621,15 +682,16 @@ mod tests {
     /// alignment mod 64.
     #[test]
     fn string_kernels_every_position_and_alignment() {
-        let body: Vec<u8> = b"Para \\\"resume\\\" \xe2\x80\x94 C:\\\\tmp\\u00e9\\n\xc3\xa9\xf0\x9f\x98\x80 "
-            .iter()
-            .copied()
-            .cycle()
-            .take(150)
-            .collect();
+        let body: Vec<u8> =
+            b"Para \\\"resume\\\" \xe2\x80\x94 C:\\\\tmp\\n\xc3\xa9\xf0\x9f\x98\x80 and so on"
+                .iter()
+                .copied()
+                .cycle()
+                .take(150)
+                .collect();
         for align in 0..64 {
             for at in 0..=body.len() {
-                for token in TOKENS {
+                for token in tokens() {
                     let mut input = vec![b' '; align];
                     input.push(b'"');
                     input.extend_from_slice(&body[..at]);

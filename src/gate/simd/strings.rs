@@ -7,7 +7,6 @@
 //! over there and judge anything unusual (an error, a piece boundary) byte by byte with precise offsets.
 #![forbid(unsafe_code)]
 
-
 /// What one block kernel call achieved; see [`super::skip_string`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Skip {
@@ -249,12 +248,18 @@ mod tests {
     fn branchless_escapes_match_stage1() {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..100_000 {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let backslash = s & s.rotate_left(17) | s.rotate_left(31) & s.rotate_left(5);
             for carry in [0, 1] {
                 let mut c = carry;
                 let want = crate::gate::stage1::escapes(backslash, &mut c);
-                assert_eq!(escapes_branchless(backslash, carry), (want, c), "{backslash:#x}");
+                assert_eq!(
+                    escapes_branchless(backslash, carry),
+                    (want, c),
+                    "{backslash:#x}"
+                );
             }
         }
     }

@@ -1,10 +1,10 @@
 //! AVX-512BW kernels: 64-byte blocks, mask registers straight from the compares.
 
 use std::arch::x86_64::{
-    __m512i, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
+    __m512i, _mm_loadu_si128, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
     _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512, _mm512_maskz_loadu_epi8,
-    _mm512_movepi8_mask, _mm512_or_si512, _mm512_set1_epi8, _mm512_shuffle_epi8,
-    _mm512_srli_epi16, _mm512_test_epi8_mask, _mm_loadu_si128,
+    _mm512_movepi8_mask, _mm512_or_si512, _mm512_set1_epi8, _mm512_shuffle_epi8, _mm512_srli_epi16,
+    _mm512_test_epi8_mask,
 };
 
 use super::prefix_xor;
