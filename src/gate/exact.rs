@@ -126,6 +126,15 @@ impl Exact {
     }
 
     #[inline]
+    fn string_done(&mut self) {
+        if self.key {
+            self.st = St::Colon;
+        } else {
+            self.value_done();
+        }
+    }
+
+    #[inline]
     fn value_done(&mut self) {
         self.st = if self.depth == 0 { St::Done } else { St::After };
     }
@@ -278,14 +287,25 @@ impl Exact {
                         if i == n {
                             break;
                         }
+                        if bytes[i] != b'"' && self.isa != Isa::Portable {
+                            // A string with escapes or non-ASCII text: whole 64-byte blocks at a time.
+                            // The kernel stops at a clean point short of anything it cannot vouch for,
+                            // which the byte-level code below then judges (it stops again only if
+                            // nothing was skipped, so every round makes progress).
+                            let skip = simd::skip_string(self.isa, &bytes[i..]);
+                            i += skip.len;
+                            if skip.closed {
+                                self.string_done();
+                                break;
+                            }
+                            if skip.len != 0 {
+                                continue;
+                            }
+                        }
                         let at = base + i as u64;
                         match bytes[i] {
                             b'"' => {
-                                if self.key {
-                                    self.st = St::Colon;
-                                } else {
-                                    self.value_done();
-                                }
+                                self.string_done();
                                 i += 1;
                                 break;
                             }
@@ -518,5 +538,169 @@ fn utf8_char(bytes: &[u8]) -> Option<usize> {
         0xF1..=0xF3 => (cont(1) && cont(2) && cont(3)).then_some(4),
         0xF4 => ((0x80..=0x8F).contains(&b1) && cont(2) && cont(3)).then_some(4),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Verdict and reason after feeding `pieces` in turn, checked against the portable reference after
+    /// every piece for every available kernel.
+    fn same_as_portable(input: &[u8], cuts: &[usize]) -> Result<(), TestCaseError> {
+        for isa in Isa::ALL
+            .into_iter()
+            .filter(|i| *i != Isa::Portable && i.is_available())
+        {
+            let mut reference = Exact::new(16, Isa::Portable);
+            let mut kernel = Exact::new(16, isa);
+            let mut from = 0;
+            for &to in cuts.iter().chain([&input.len()]) {
+                reference.feed(&input[from..to]);
+                kernel.feed(&input[from..to]);
+                prop_assert_eq!(
+                    kernel.verdict(),
+                    reference.verdict(),
+                    "{:?} {:?}",
+                    isa,
+                    cuts
+                );
+                prop_assert_eq!(kernel.reason(), reference.reason(), "{:?} {:?}", isa, cuts);
+                from = to;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pieces of string content the kernels' common path handles: text, simple escapes, whole UTF-8.
+    const COMMON: &[&[u8]] = &[
+        b"a",
+        b"plain text ",
+        b"0123456789abcdef",
+        b"\\\\",
+        b"\\\"",
+        b"\\/",
+        b"\\b",
+        b"\\f",
+        b"\\n",
+        b"\\r",
+        b"\\t",
+        b"u",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b":",
+        b",",
+        b" ",
+        b"\xc3\xa9",
+        b"\xe2\x80\x94",
+        b"\xf0\x9f\x98\x80",
+        b"\x7f",
+    ];
+
+    /// Pieces that end a string, need the careful path, or are errors.
+    const RARE: &[&[u8]] = &[
+        b"\"",
+        b"\\",
+        b"\\u",
+        b"\\u00e9",
+        b"\\uD83D\\uDE00",
+        b"\\u12",
+        b"\\x",
+        b"\\\xc3\xa9",
+        b"0",
+        b"F",
+        b"g",
+        b"\xc3",
+        b"\xa9",
+        b"\xe2\x80",
+        b"\xf0\x9f",
+        b"\xed\xa0\x80",
+        b"\xc0\xaf",
+        b"\xff",
+        b"\xf4\x90\x80\x80",
+        b"\x01",
+        b"\x1f",
+        b"\x00",
+    ];
+
+    /// Every piece, for the exhaustive position test.
+    fn tokens() -> impl Iterator<Item = &'static [u8]> {
+        COMMON.iter().chain(RARE).copied()
+    }
+
+    /// String content from random picks: about `rare` in 256 pieces come from [`RARE`].
+    fn input_of(open: &[u8], picks: &[(u8, u8)], rare: u8, align: usize) -> Vec<u8> {
+        let mut buf = vec![b' '; align];
+        buf.extend_from_slice(open);
+        for &(which, p) in picks {
+            let from = if which < rare { RARE } else { COMMON };
+            buf.extend_from_slice(from[usize::from(p) % from.len()]);
+        }
+        buf
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// The string kernels against the portable automaton: random string-heavy inputs at every
+        /// alignment, whole, split in two at every point, and in random pieces.
+        #[test]
+        fn string_kernels_match_portable(
+            picks in prop::collection::vec((any::<u8>(), any::<u8>()), 0..160),
+            rare in 1u8..64,
+            open in prop_oneof![Just(&b"\""[..]), Just(&b"[\""[..]), Just(&b"{\""[..]), Just(&b"[\"a\",\""[..])],
+            align in 0usize..64,
+            split_seed in any::<u64>(),
+        ) {
+            let buf = input_of(open, &picks, rare, align);
+            // Leading spaces are whitespace before the value: every alignment of the string body is hit.
+            let input = &buf[..];
+            same_as_portable(input, &[])?;
+            for k in 0..=input.len() {
+                same_as_portable(input, &[k])?;
+            }
+            let mut s = split_seed;
+            let mut cuts = vec![];
+            let mut at = 0;
+            loop {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                at += 1 + (s >> 33) as usize % 100;
+                if at >= input.len() {
+                    break;
+                }
+                cuts.push(at);
+            }
+            same_as_portable(input, &cuts)?;
+        }
+    }
+
+    /// Every token at every position of a long, valid string with escapes and non-ASCII text, at every
+    /// alignment mod 64.
+    #[test]
+    fn string_kernels_every_position_and_alignment() {
+        let body: Vec<u8> =
+            b"Para \\\"resume\\\" \xe2\x80\x94 C:\\\\tmp\\n\xc3\xa9\xf0\x9f\x98\x80 and so on"
+                .iter()
+                .copied()
+                .cycle()
+                .take(150)
+                .collect();
+        for align in 0..64 {
+            for at in 0..=body.len() {
+                for token in tokens() {
+                    let mut input = vec![b' '; align];
+                    input.push(b'"');
+                    input.extend_from_slice(&body[..at]);
+                    input.extend_from_slice(token);
+                    input.extend_from_slice(&body[at..]);
+                    input.extend_from_slice(b"\" ");
+                    same_as_portable(&input, &[]).unwrap();
+                }
+            }
+        }
     }
 }

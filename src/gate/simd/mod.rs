@@ -6,12 +6,14 @@
 //! tested against. `--cfg ssegate_disable_simd` and Miri force the portable path.
 
 pub(crate) mod scalar;
+mod strings;
 #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
 mod x86_64;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::stage1::Stage1;
+pub(crate) use strings::Skip;
 
 /// An instruction set the gate's kernels can run on.
 #[doc(hidden)]
@@ -94,6 +96,26 @@ pub(crate) fn scan_string<const NON_ASCII: bool>(isa: Isa, bytes: &[u8]) -> usiz
         // SAFETY: as above, `Isa::Avx2` is only held after detection found AVX2.
         Isa::Avx2 => unsafe { x86_64::avx2::scan_string::<NON_ASCII>(bytes) },
         _ => scalar::scan_string::<NON_ASCII>(bytes),
+    }
+}
+
+/// Skips string content with whole-block kernels, starting at a clean point of a string (between two
+/// characters). Returns how many bytes are proven valid string content, and whether the closing quote
+/// ended them; the rest (an error, fewer than 64 bytes left) is for the scalar automaton, which resumes
+/// at another clean point. The portable build skips nothing: its automaton is the reference.
+#[inline]
+pub(crate) fn skip_string(isa: Isa, bytes: &[u8]) -> Skip {
+    match isa {
+        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+        // SAFETY: a gate only holds `Isa::Avx512` after `Isa::is_available` found AVX-512BW.
+        Isa::Avx512 => unsafe { x86_64::avx512::skip_string(bytes) },
+        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+        // SAFETY: a gate only holds `Isa::Avx2` after `Isa::is_available` found AVX2.
+        Isa::Avx2 => unsafe { x86_64::avx2::skip_string(bytes) },
+        _ => Skip {
+            len: 0,
+            closed: false,
+        },
     }
 }
 

@@ -1,12 +1,14 @@
 //! AVX2 + PCLMULQDQ kernels: 64-byte blocks as two 32-byte halves.
 
 use std::arch::x86_64::{
-    __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256,
-    _mm256_max_epu8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
+    __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_cmpeq_epi8,
+    _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_movemask_epi8, _mm256_or_si256,
+    _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_srli_epi16,
 };
 
 use super::prefix_xor;
 use crate::gate::simd::scalar;
+use crate::gate::simd::strings::{BlockMasks, ESCAPE_HI, ESCAPE_LO, Run, Skip};
 use crate::gate::stage1::{Phase, Stage1, escapes};
 
 /// Loads 32 bytes at `ptr`.
@@ -123,4 +125,65 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
     }
     (st.escaped, st.in_string) = (esc_carry, str_carry);
     i + st.inside_scalar(&bytes[i..], i)
+}
+
+/// The string-skipping masks of one 32-byte vector, in the low 32 bits of each field.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> BlockMasks {
+    let c = _mm256_set1_epi8(0x1f);
+    // Bytes >= 0x80 select 0 from the low table; their high nibble selects 0 from the high one.
+    let class = _mm256_and_si256(
+        _mm256_shuffle_epi8(lo_t, v),
+        _mm256_shuffle_epi8(
+            hi_t,
+            _mm256_and_si256(_mm256_srli_epi16::<4>(v), _mm256_set1_epi8(0x0f)),
+        ),
+    );
+    BlockMasks {
+        quote: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8))),
+        backslash: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8))),
+        // Unsigned `v <= 0x1f`  <=>  max(v, 0x1f) == 0x1f.
+        control: bits(_mm256_cmpeq_epi8(_mm256_max_epu8(v, c), c)),
+        non_ascii: bits(v),
+        escapable: !bits(_mm256_cmpeq_epi8(class, _mm256_setzero_si256())) & 0xffff_ffff,
+        u: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'u' as i8))),
+    }
+}
+
+/// See `simd::skip_string`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
+    let n = bytes.len();
+    let ptr = bytes.as_ptr();
+    // SAFETY: both tables are 16 bytes long, exactly what a 128-bit unaligned load reads.
+    let (lo_t, hi_t) = unsafe {
+        (
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(ESCAPE_LO.as_ptr().cast())),
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(ESCAPE_HI.as_ptr().cast())),
+        )
+    };
+    let mut run = Run::default();
+    let mut i = 0;
+    while i + 64 <= n {
+        // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
+        let (a, b) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
+        let (a, b) = (string_masks(a, lo_t, hi_t), string_masks(b, lo_t, hi_t));
+        let masks = BlockMasks {
+            quote: a.quote | (b.quote << 32),
+            backslash: a.backslash | (b.backslash << 32),
+            control: a.control | (b.control << 32),
+            non_ascii: a.non_ascii | (b.non_ascii << 32),
+            escapable: a.escapable | (b.escapable << 32),
+            u: a.u | (b.u << 32),
+        };
+        if !run.block(bytes, i, masks) {
+            break;
+        }
+        i += 64;
+    }
+    run.finish(bytes, i)
 }

@@ -1,12 +1,14 @@
 //! AVX-512BW kernels: 64-byte blocks, mask registers straight from the compares.
 
 use std::arch::x86_64::{
-    __m512i, _mm512_cmpeq_epi8_mask, _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask,
-    _mm512_loadu_si512, _mm512_maskz_loadu_epi8, _mm512_or_si512, _mm512_set1_epi8,
+    __m512i, _mm_loadu_si128, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
+    _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512, _mm512_maskz_loadu_epi8,
+    _mm512_movepi8_mask, _mm512_or_si512, _mm512_set1_epi8, _mm512_shuffle_epi8, _mm512_srli_epi16,
     _mm512_test_epi8_mask,
 };
 
 use super::prefix_xor;
+use crate::gate::simd::strings::{BlockMasks, ESCAPE_HI, ESCAPE_LO, Run, Skip};
 use crate::gate::stage1::{Phase, Stage1, escapes};
 
 /// The stop mask of one 64-byte vector (see `simd::scan_string`).
@@ -102,4 +104,50 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
     }
     (st.escaped, st.in_string) = (esc_carry, str_carry);
     i + st.inside_scalar(&bytes[i..], i)
+}
+
+/// See `simd::skip_string`.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
+    let n = bytes.len();
+    let ptr = bytes.as_ptr();
+    let quote_v = _mm512_set1_epi8(b'"' as i8);
+    let backslash_v = _mm512_set1_epi8(b'\\' as i8);
+    let space_v = _mm512_set1_epi8(0x20);
+    let u_v = _mm512_set1_epi8(b'u' as i8);
+    let nibble = _mm512_set1_epi8(0x0f);
+    // SAFETY: both tables are 16 bytes long, exactly what a 128-bit unaligned load reads.
+    let (lo_t, hi_t) = unsafe {
+        (
+            _mm512_broadcast_i32x4(_mm_loadu_si128(ESCAPE_LO.as_ptr().cast())),
+            _mm512_broadcast_i32x4(_mm_loadu_si128(ESCAPE_HI.as_ptr().cast())),
+        )
+    };
+    let mut run = Run::default();
+    let mut i = 0;
+    while i + 64 <= n {
+        // SAFETY: `i + 64 <= n`, so the 64 bytes read are inside `bytes`.
+        let v = unsafe { _mm512_loadu_si512(ptr.add(i).cast()) };
+        // Bytes >= 0x80 select 0 from the low table; their high nibble selects 0 from the high one.
+        let class = _mm512_and_si512(
+            _mm512_shuffle_epi8(lo_t, v),
+            _mm512_shuffle_epi8(hi_t, _mm512_and_si512(_mm512_srli_epi16::<4>(v), nibble)),
+        );
+        let masks = BlockMasks {
+            quote: _mm512_cmpeq_epi8_mask(v, quote_v),
+            backslash: _mm512_cmpeq_epi8_mask(v, backslash_v),
+            control: _mm512_cmplt_epu8_mask(v, space_v),
+            non_ascii: _mm512_movepi8_mask(v),
+            escapable: _mm512_test_epi8_mask(class, class),
+            u: _mm512_cmpeq_epi8_mask(v, u_v),
+        };
+        if !run.block(bytes, i, masks) {
+            break;
+        }
+        i += 64;
+    }
+    run.finish(bytes, i)
 }

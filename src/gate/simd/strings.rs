@@ -1,0 +1,280 @@
+//! Whole-block string skipping shared by the x86-64 kernels: the bit logic that turns one 64-byte
+//! block's masks into "still inside the string", "the string closes here" or "look closer", and the
+//! bulk UTF-8 check of the bytes a kernel skipped.
+//!
+//! A kernel is entered at a *clean point* of a string (between two characters, not inside an escape or
+//! a UTF-8 sequence) and returns another clean point, so the exact recogniser's scalar automaton can take
+//! over there and judge anything unusual (an error, a piece boundary) byte by byte with precise offsets.
+#![forbid(unsafe_code)]
+
+/// What one block kernel call achieved; see [`super::skip_string`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Skip {
+    /// Bytes proven to be valid string content (plus the closing quote when `closed`).
+    pub(crate) len: usize,
+    /// Whether the string closed (its quote is the last of the `len` bytes).
+    pub(crate) closed: bool,
+}
+
+/// State carried from one block to the next inside a string.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Carry {
+    /// 1 when the previous block ended with an odd backslash run (its last backslash is pending).
+    esc: u64,
+    /// Bits 0..=3: positions of this block that must be hex digits of a `\u` escape begun before it.
+    hex: u64,
+}
+
+impl Carry {
+    /// How far back from the block boundary the escape left pending by the previous block began.
+    #[inline(always)]
+    fn backoff(self) -> usize {
+        if self.esc != 0 {
+            1
+        } else if self.hex != 0 {
+            6 - self.hex.count_ones() as usize
+        } else {
+            0
+        }
+    }
+}
+
+/// Masks of one 64-byte block (bit `p` is byte `p`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlockMasks {
+    /// `"`.
+    pub(crate) quote: u64,
+    /// `\`.
+    pub(crate) backslash: u64,
+    /// Below 0x20.
+    pub(crate) control: u64,
+    /// At least 0x80.
+    pub(crate) non_ascii: u64,
+    /// One of `"\/bfnrtu`: what may follow a backslash.
+    pub(crate) escapable: u64,
+    /// `u`.
+    pub(crate) u: u64,
+}
+
+/// Loop state of one kernel call.
+#[derive(Debug)]
+pub(crate) struct Run {
+    carry: Carry,
+    /// Start of the first accepted block holding a non-ASCII byte (`usize::MAX`: none yet): UTF-8 is
+    /// checked from there.
+    utf8_from: usize,
+    /// Offset of the closing quote, once found.
+    close: Option<usize>,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run {
+            carry: Carry::default(),
+            utf8_from: usize::MAX,
+            close: None,
+        }
+    }
+}
+
+impl Run {
+    /// Judges the block at `at` (`bytes[at..at + 64]`). `true`: the block is valid string content and the
+    /// string goes on, keep going. `false`: stop here (the string closed, see [`Run::finish`], or the block
+    /// needs the scalar automaton's careful look; the carry is then left as it was before the block).
+    ///
+    /// The common block (plain text, simple escapes, non-ASCII) takes one branch-free pass; a closing
+    /// quote, a `\u` escape or anything invalid goes to [`Run::block_careful`].
+    #[inline(always)]
+    pub(crate) fn block(&mut self, bytes: &[u8], at: usize, m: BlockMasks) -> bool {
+        let (escaped, esc_out) = escapes_branchless(m.backslash, self.carry.esc);
+        let closing = m.quote & !escaped;
+        let unusual =
+            closing | m.control | (escaped & !m.escapable) | (escaped & m.u) | self.carry.hex;
+        if unusual != 0 {
+            return self.block_careful(bytes, at, m);
+        }
+        self.carry.esc = esc_out;
+        if m.non_ascii != 0 && self.utf8_from == usize::MAX {
+            self.utf8_from = at;
+        }
+        true
+    }
+
+    /// [`Run::block`] for blocks with a closing quote, `\u` escapes, or errors.
+    #[inline(never)]
+    fn block_careful(&mut self, bytes: &[u8], at: usize, m: BlockMasks) -> bool {
+        let (escaped, esc_carry) = escapes_branchless(m.backslash, self.carry.esc);
+        let closing = m.quote & !escaped;
+        // Everything up to and including the closing quote is string; what follows is not our business.
+        let upto = if closing == 0 {
+            !0
+        } else {
+            closing ^ (closing - 1)
+        };
+        let escaped = escaped & upto;
+        let u = escaped & m.u;
+        let mut hex = self.carry.hex;
+        let mut hex_out = 0;
+        if u != 0 {
+            hex |= (u << 1) | (u << 2) | (u << 3) | (u << 4);
+            hex_out = (u >> 60) | (u >> 61) | (u >> 62) | (u >> 63);
+        }
+        let mut bad = m.control | (escaped & !m.escapable);
+        // `\u` escapes are rare in text: check their digits one by one.
+        let mut h = hex & upto;
+        while h != 0 {
+            let p = h.trailing_zeros() as usize;
+            h &= h - 1;
+            if !bytes[at + p].is_ascii_hexdigit() {
+                bad |= 1 << p;
+            }
+        }
+        if bad & upto != 0 {
+            return false;
+        }
+        if m.non_ascii & upto != 0 && self.utf8_from == usize::MAX {
+            self.utf8_from = at;
+        }
+        if closing != 0 {
+            self.close = Some(at + closing.trailing_zeros() as usize);
+            return false;
+        }
+        self.carry = Carry {
+            esc: esc_carry,
+            hex: hex_out,
+        };
+        true
+    }
+
+    /// The kernel's answer once its block loop stopped at block boundary `at`.
+    pub(crate) fn finish(self, bytes: &[u8], at: usize) -> Skip {
+        let (end, closed) = match self.close {
+            Some(q) => (q, true),
+            None => (at - self.carry.backoff(), false),
+        };
+        let valid = if self.utf8_from < end {
+            self.utf8_from + utf8_valid_prefix(&bytes[self.utf8_from..end], !closed)
+        } else {
+            end
+        };
+        if closed && valid == end {
+            Skip {
+                len: end + 1,
+                closed: true,
+            }
+        } else {
+            Skip {
+                len: valid,
+                closed: false,
+            }
+        }
+    }
+}
+
+/// The escaped-byte mask of a block from its backslash mask and the carried odd run (0 or 1), and the
+/// carry out: [`crate::gate::stage1::escapes`] without its no-backslash branch, which text mispredicts.
+#[inline(always)]
+fn escapes_branchless(backslash: u64, carry: u64) -> (u64, u64) {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !carry;
+    let follows_escape = (backslash << 1) | carry;
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
+    let invert = even_starts << 1;
+    ((EVEN ^ invert) & follows_escape, u64::from(overflow))
+}
+
+/// Length of the longest prefix of `bytes` that is whole, valid UTF-8 and ends at a character boundary
+/// (with `trim`, a sequence cut short by the end is left out rather than counted as invalid).
+fn utf8_valid_prefix(bytes: &[u8], trim: bool) -> usize {
+    let end = if trim {
+        complete_prefix(bytes)
+    } else {
+        bytes.len()
+    };
+    let bytes = &bytes[..end];
+    if simdutf8::basic::from_utf8(bytes).is_ok() {
+        return end;
+    }
+    match simdutf8::compat::from_utf8(bytes) {
+        Ok(_) => end,
+        Err(e) => e.valid_up_to(),
+    }
+}
+
+/// `bytes.len()` minus a trailing UTF-8 lead byte (and its continuation bytes) whose sequence would need
+/// more bytes than are there.
+fn complete_prefix(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    for back in 1..=n.min(3) {
+        let b = bytes[n - back];
+        if b < 0x80 {
+            break;
+        }
+        if b >= 0xC0 {
+            let need = if b >= 0xF0 {
+                4
+            } else if b >= 0xE0 {
+                3
+            } else {
+                2
+            };
+            return if need > back { n - back } else { n };
+        }
+    }
+    n
+}
+
+/// The escape-class lookup tables (one 16-byte table per nibble; a byte is escapable when its two entries
+/// share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t` `u`.
+pub(crate) const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
+/// See [`ESCAPE_LO`].
+pub(crate) const ESCAPE_HI: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_tables_match_the_grammar() {
+        for b in 0..=255u8 {
+            let class = ESCAPE_LO[usize::from(b & 0x0f)] & ESCAPE_HI[usize::from(b >> 4)];
+            let want = b < 0x80 && b"\"\\/bfnrtu".contains(&b);
+            assert_eq!(class != 0, want, "{b:#04x}");
+        }
+    }
+
+    #[test]
+    fn branchless_escapes_match_stage1() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let backslash = s & s.rotate_left(17) | s.rotate_left(31) & s.rotate_left(5);
+            for carry in [0, 1] {
+                let mut c = carry;
+                let want = crate::gate::stage1::escapes(backslash, &mut c);
+                assert_eq!(
+                    escapes_branchless(backslash, carry),
+                    (want, c),
+                    "{backslash:#x}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn complete_prefix_trims_only_cut_sequences() {
+        assert_eq!(complete_prefix(b"ab"), 2);
+        assert_eq!(complete_prefix(b"a\xc3"), 1);
+        assert_eq!(complete_prefix(b"a\xc3\xa9"), 3);
+        assert_eq!(complete_prefix(b"a\xe2\x80"), 1);
+        assert_eq!(complete_prefix(b"\xf0\x9f\x98"), 0);
+        assert_eq!(complete_prefix(b"\xf0\x9f\x98\x80"), 4);
+        assert_eq!(complete_prefix(b"\x80\x80\x80"), 3);
+        assert_eq!(utf8_valid_prefix(b"ab\xe2\x80", true), 2);
+        assert_eq!(utf8_valid_prefix(b"ab\xe2\x80", false), 2);
+        assert_eq!(utf8_valid_prefix(b"ab\xffcd", true), 2);
+    }
+}
