@@ -86,7 +86,10 @@ pub fn gate_differential(data: &[u8]) {
         );
         for isa in Isa::ALL {
             if let Some(v) = verdicts(exact, isa, &chunked) {
-                assert_eq!(v, portable, "exact={exact}: {isa:?} disagrees with portable");
+                assert_eq!(
+                    v, portable,
+                    "exact={exact}: {isa:?} disagrees with portable"
+                );
             }
         }
         // Trailing and Invalid are final.
@@ -111,15 +114,26 @@ pub fn gate_differential(data: &[u8]) {
     let mut fast = Config::new().exact(false).build();
     let fast_verdict = fast.check(&rope);
     if verdict == Verdict::Complete {
-        assert_eq!(fast_verdict, Verdict::Complete, "fast check rejects a complete text");
+        assert_eq!(
+            fast_verdict,
+            Verdict::Complete,
+            "fast check rejects a complete text"
+        );
     } else if fast_verdict != Verdict::Complete {
-        assert_eq!(fast_verdict, verdict, "fast check's fallback differs from exact");
+        assert_eq!(
+            fast_verdict, verdict,
+            "fast check's fallback differs from exact"
+        );
     }
 
     // serde_json as the real parser.
     match serde_verdict(text) {
         Serde::Complete => assert_eq!(verdict, Verdict::Complete, "serde_json accepts it"),
-        Serde::Trailing => assert_eq!(verdict, Verdict::Trailing, "serde_json: trailing characters"),
+        Serde::Trailing => assert_eq!(
+            verdict,
+            Verdict::Trailing,
+            "serde_json: trailing characters"
+        ),
         Serde::Rejected => assert_ne!(verdict, Verdict::Complete, "serde_json rejects it"),
         Serde::Ambiguous => {}
     }
@@ -129,8 +143,14 @@ pub fn gate_differential(data: &[u8]) {
 
     // No proper prefix of a complete text is Complete, unless the value is a number (`4` of `42`).
     if verdict == Verdict::Complete {
-        let start = text.iter().position(|b| !b" \t\r\n".contains(b)).unwrap_or(0);
-        let end = text.iter().rposition(|b| !b" \t\r\n".contains(b)).map_or(0, |i| i + 1);
+        let start = text
+            .iter()
+            .position(|b| !b" \t\r\n".contains(b))
+            .unwrap_or(0);
+        let end = text
+            .iter()
+            .rposition(|b| !b" \t\r\n".contains(b))
+            .map_or(0, |i| i + 1);
         let number = matches!(text.get(start), Some(b'-' | b'0'..=b'9'));
         let mut gate = Gate::new();
         let mut at = 0;
@@ -140,7 +160,10 @@ pub fn gate_differential(data: &[u8]) {
             if at < end {
                 let v = gate.verdict();
                 if number {
-                    assert!(matches!(v, Verdict::Incomplete | Verdict::Complete), "prefix {at}: {v:?}");
+                    assert!(
+                        matches!(v, Verdict::Incomplete | Verdict::Complete),
+                        "prefix {at}: {v:?}"
+                    );
                 } else {
                     assert_eq!(v, Verdict::Incomplete, "proper prefix of {at} bytes");
                 }

@@ -167,7 +167,13 @@ struct Outcome {
 }
 
 /// Feeds `body` in `chunk`-byte pieces; false when the guard refused.
-fn feed(guard: &mut Guard, decoder: &mut Decoder, body: &[u8], chunk: usize, out: &mut Outcome) -> bool {
+fn feed(
+    guard: &mut Guard,
+    decoder: &mut Decoder,
+    body: &[u8],
+    chunk: usize,
+    out: &mut Outcome,
+) -> bool {
     let body = Bytes::copy_from_slice(body);
     let mut at = 0;
     while at < body.len() {
@@ -189,7 +195,11 @@ fn feed(guard: &mut Guard, decoder: &mut Decoder, body: &[u8], chunk: usize, out
 fn play(s: &Scenario, original: &[Ev]) -> Outcome {
     let wire = frames(original, s.id_after_data);
     let cut = s.first_cut as usize % (wire.len() + 1);
-    let policy = if s.strict { Policy::Strict } else { Policy::Verified };
+    let policy = if s.strict {
+        Policy::Strict
+    } else {
+        Policy::Verified
+    };
     let mut guard = ssegate::guard::Config::default().policy(policy).build();
     guard.expect_response(RpcId::Number(1));
     let mut decoder = Decoder::new();
@@ -199,7 +209,13 @@ fn play(s: &Scenario, original: &[Ev]) -> Outcome {
     };
     let chunk = s.chunk.size();
 
-    if !feed(&mut guard, &mut decoder, &wire.as_bytes()[..cut], chunk, &mut out) {
+    if !feed(
+        &mut guard,
+        &mut decoder,
+        &wire.as_bytes()[..cut],
+        chunk,
+        &mut out,
+    ) {
         out.refused = true;
         return out;
     }
@@ -220,7 +236,11 @@ fn play(s: &Scenario, original: &[Ev]) -> Outcome {
             server: Server::Correct,
             cut: None,
         };
-        let r = s.rounds.get(round).filter(|_| round < 4).unwrap_or(&default);
+        let r = s
+            .rounds
+            .get(round)
+            .filter(|_| round < 4)
+            .unwrap_or(&default);
         if round > 0 && r.server != Server::Correct {
             out.later_rounds_correct = false;
         }
@@ -229,13 +249,23 @@ fn play(s: &Scenario, original: &[Ev]) -> Outcome {
             .iter()
             .position(|e| e.id.as_bytes() == last.as_ref())
             .unwrap_or_else(|| panic!("resumed from {last:?}, an id the server never sent"));
-        if r.server == Server::Gap && s.ids == Ids::Opaque && resume.discarded.as_ref().is_none_or(|p| p.id.is_none()) {
+        if r.server == Server::Gap
+            && s.ids == Ids::Opaque
+            && resume.discarded.as_ref().is_none_or(|p| p.id.is_none())
+        {
             out.unprovable_gap = true;
         }
         let reply = match r.server {
             Server::Conflict | Server::Expired => {
-                let code = if r.server == Server::Conflict { 409 } else { 404 };
-                assert!(guard.on_reconnect(&status(code)).is_err(), "{code} accepted");
+                let code = if r.server == Server::Conflict {
+                    409
+                } else {
+                    404
+                };
+                assert!(
+                    guard.on_reconnect(&status(code)).is_err(),
+                    "{code} accepted"
+                );
                 out.refused = true;
                 out.faulty_whole = true;
                 return out;
@@ -248,7 +278,12 @@ fn play(s: &Scenario, original: &[Ev]) -> Outcome {
                 frames(&seen, s.id_after_data) + &frames(&original[at + 1..], s.id_after_data)
             }
             Server::Restart => frames(
-                &stream(s.ids, 2, usize::from(s.progress % 6), usize::from(s.result_len % 3000)),
+                &stream(
+                    s.ids,
+                    2,
+                    usize::from(s.progress % 6),
+                    usize::from(s.result_len % 3000),
+                ),
                 s.id_after_data,
             ),
             Server::Empty => String::new(),
@@ -258,7 +293,10 @@ fn play(s: &Scenario, original: &[Ev]) -> Outcome {
         guard
             .on_reconnect(&status(200))
             .expect("200 text/event-stream is accepted");
-        let replays_original = matches!(r.server, Server::Correct | Server::ResendLast | Server::Dupes);
+        let replays_original = matches!(
+            r.server,
+            Server::Correct | Server::ResendLast | Server::Dupes
+        );
         let body = match r.cut {
             Some(f) if replays_original => {
                 let body = &reply.as_bytes()[..reply.len() * usize::from(f) / 65_536];
@@ -289,7 +327,12 @@ pub fn guard_model(data: &[u8]) {
     let Ok(s) = Scenario::arbitrary_take_rest(Unstructured::new(data)) else {
         return;
     };
-    let original = stream(s.ids, 1, usize::from(s.progress % 6), usize::from(s.result_len % 3000));
+    let original = stream(
+        s.ids,
+        1,
+        usize::from(s.progress % 6),
+        usize::from(s.result_len % 3000),
+    );
     let out = play(&s, &original);
     let messages: Vec<Bytes> = original
         .iter()
@@ -301,13 +344,23 @@ pub fn guard_model(data: &[u8]) {
     let mut next = 0;
     for d in &out.delivered {
         let pos = messages[next..].iter().position(|m| m == d);
-        assert!(pos.is_some(), "delivered a message not sent, twice or out of order: {d:?}\n{s:?}");
+        assert!(
+            pos.is_some(),
+            "delivered a message not sent, twice or out of order: {d:?}\n{s:?}"
+        );
         next += pos.unwrap() + 1;
     }
     if out.finished {
-        assert_eq!(out.delivered.last(), messages.last(), "finished without the response\n{s:?}");
+        assert_eq!(
+            out.delivered.last(),
+            messages.last(),
+            "finished without the response\n{s:?}"
+        );
         if !out.unprovable_gap {
-            assert_eq!(out.delivered, messages, "a finished exchange delivers every message\n{s:?}");
+            assert_eq!(
+                out.delivered, messages,
+                "a finished exchange delivers every message\n{s:?}"
+            );
         }
     }
     let complete = out.delivered.last() == messages.last();
@@ -322,6 +375,9 @@ pub fn guard_model(data: &[u8]) {
         && matches!(first, Server::Correct | Server::ResendLast | Server::Dupes)
     {
         assert!(!out.refused, "a correct server was refused\n{s:?}");
-        assert!(out.finished, "a correct server's exchange did not finish\n{s:?}");
+        assert!(
+            out.finished,
+            "a correct server's exchange did not finish\n{s:?}"
+        );
     }
 }

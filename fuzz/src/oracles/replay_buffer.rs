@@ -33,10 +33,16 @@ enum Op {
         retry: Option<u32>,
     },
     /// Replay after event `seq` of stream `stream` (both may name nothing).
-    ReplayAfter { stream: u8, seq: u8 },
+    ReplayAfter {
+        stream: u8,
+        seq: u8,
+    },
     /// Replay after an arbitrary id string (malformed ones included).
     ReplayRaw(String),
-    Frame { stream: u8, seq: u8 },
+    Frame {
+        stream: u8,
+        seq: u8,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -85,11 +91,18 @@ struct Model {
 
 impl Model {
     fn used(&self) -> usize {
-        self.events.iter().filter(|e| e.held == Held::Budgeted).map(|e| e.frame.len()).sum()
+        self.events
+            .iter()
+            .filter(|e| e.held == Held::Budgeted)
+            .map(|e| e.frame.len())
+            .sum()
     }
 
     fn budgeted(&self) -> usize {
-        self.events.iter().filter(|e| e.held == Held::Budgeted).count()
+        self.events
+            .iter()
+            .filter(|e| e.held == Held::Budgeted)
+            .count()
     }
 
     fn open(&mut self) -> u64 {
@@ -111,7 +124,13 @@ impl Model {
         }
     }
 
-    fn append(&mut self, stream: u64, event: Option<&'static str>, data: &[u8], retry: Option<u64>) -> Result<(String, u64, Vec<u8>, bool), AppendError> {
+    fn append(
+        &mut self,
+        stream: u64,
+        event: Option<&'static str>,
+        data: &[u8],
+        retry: Option<u64>,
+    ) -> Result<(String, u64, Vec<u8>, bool), AppendError> {
         let s = match self.streams.get_mut(&stream) {
             Some(s) if s.closed => return Err(AppendError::Closed(sid(stream))),
             Some(s) => s,
@@ -145,8 +164,14 @@ impl Model {
             return;
         };
         let len = self.events[i].frame.len();
-        while self.budgeted() > 0 && (self.used() + len > self.max_bytes || self.budgeted() + 1 > self.max_events) {
-            let oldest = self.events.iter().position(|e| e.held == Held::Budgeted).unwrap();
+        while self.budgeted() > 0
+            && (self.used() + len > self.max_bytes || self.budgeted() + 1 > self.max_events)
+        {
+            let oldest = self
+                .events
+                .iter()
+                .position(|e| e.held == Held::Budgeted)
+                .unwrap();
             self.events[oldest].held = Held::Evicted;
         }
         self.events[i].held = if len <= self.cap && self.max_events > 0 {
@@ -157,7 +182,9 @@ impl Model {
     }
 
     fn find(&self, stream: u64, seq: u64) -> Option<&MEvent> {
-        self.events.iter().find(|e| e.stream == stream && e.seq == seq)
+        self.events
+            .iter()
+            .find(|e| e.stream == stream && e.seq == seq)
     }
 
     /// `Ok(frames)` or `Err((reason, missing id))`.
@@ -167,18 +194,31 @@ impl Model {
         };
         let Some(s) = self.streams.get(&stream) else {
             let evicted = stream >= 1 && stream < self.next_stream;
-            return Err((if evicted { MissReason::Evicted } else { MissReason::Unknown }, None));
+            return Err((
+                if evicted {
+                    MissReason::Evicted
+                } else {
+                    MissReason::Unknown
+                },
+                None,
+            ));
         };
         if seq >= s.next_seq {
             return Err((MissReason::Unknown, None));
         }
         let mut frames = Vec::new();
         for next in seq + 1..s.next_seq {
-            let e = self.find(stream, next).expect("every appended event is listed");
+            let e = self
+                .find(stream, next)
+                .expect("every appended event is listed");
             match e.held {
                 Held::Pinned | Held::Budgeted => frames.push(e.frame.clone()),
-                Held::Evicted => return Err((MissReason::Evicted, Some(format!("{stream}-{next}")))),
-                Held::TooLarge => return Err((MissReason::TooLarge, Some(format!("{stream}-{next}")))),
+                Held::Evicted => {
+                    return Err((MissReason::Evicted, Some(format!("{stream}-{next}"))));
+                }
+                Held::TooLarge => {
+                    return Err((MissReason::TooLarge, Some(format!("{stream}-{next}"))));
+                }
             }
         }
         Ok(frames)
@@ -187,7 +227,9 @@ impl Model {
 
 /// `StreamId` has no public constructor: get one the way a server does, from an id string.
 fn sid(stream: u64) -> StreamId {
-    replay::parse_id(&format!("{stream}-0")).expect("well-formed id").0
+    replay::parse_id(&format!("{stream}-0"))
+        .expect("well-formed id")
+        .0
 }
 
 fn parse(id: &str) -> Option<(u64, u64)> {
@@ -224,7 +266,11 @@ fn encode(id: &str, event: Option<&str>, data: &[u8], retry: Option<u64>) -> Vec
     while i < text.len() {
         if text[i] == b'\r' || text[i] == b'\n' {
             field(b"data", &text[start..i]);
-            i += if text[i] == b'\r' && text.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+            i += if text[i] == b'\r' && text.get(i + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
             start = i;
         } else {
             i += 1;
@@ -239,23 +285,40 @@ fn encode(id: &str, event: Option<&str>, data: &[u8], retry: Option<u64>) -> Vec
 fn check_frame(frame: &Bytes, e: &MEvent) {
     let mut d = Decoder::new();
     d.feed(frame.clone());
-    let ev = d.next_event().expect("a frame is one event").expect("within limits");
+    let ev = d
+        .next_event()
+        .expect("a frame is one event")
+        .expect("within limits");
     assert!(d.next_event().is_none(), "a frame is exactly one event");
     assert!(d.finish().is_none(), "a frame ends at an event boundary");
-    assert_eq!(ev.id, format!("{}-{}", e.stream, e.seq).as_bytes(), "frame id");
-    assert_eq!(ev.event.as_deref().filter(|t| !t.is_empty()), e.event.filter(|t| !t.is_empty()).map(str::as_bytes));
+    assert_eq!(
+        ev.id,
+        format!("{}-{}", e.stream, e.seq).as_bytes(),
+        "frame id"
+    );
+    assert_eq!(
+        ev.event.as_deref().filter(|t| !t.is_empty()),
+        e.event.filter(|t| !t.is_empty()).map(str::as_bytes)
+    );
     let mut expected = Vec::new();
     let mut i = 0;
     while i < e.data.len() {
         if e.data[i] == b'\r' {
             expected.push(b'\n');
-            i += if e.data.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+            i += if e.data.get(i + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
         } else {
             expected.push(e.data[i]);
             i += 1;
         }
     }
-    assert!(ev.data.eq_bytes(&expected), "frame data decodes back to the appended data");
+    assert!(
+        ev.data.eq_bytes(&expected),
+        "frame data decodes back to the appended data"
+    );
 }
 
 /// The `replay_buffer` oracle (see the module docs).
@@ -306,7 +369,12 @@ pub fn replay_buffer(data: &[u8]) {
                     model.forget(s);
                 }
             }
-            Op::Append { stream, event, data, retry } => {
+            Op::Append {
+                stream,
+                event,
+                data,
+                retry,
+            } => {
                 let s = stream_no(*stream, &model).max(1);
                 let event = EVENT_TYPES[usize::from(*event) % EVENT_TYPES.len()];
                 let data = &data[..data.len().min(1500)];
@@ -315,7 +383,10 @@ pub fn replay_buffer(data: &[u8]) {
                 let want = model.append(s, event, data, retry);
                 match (got, want) {
                     (Ok(a), Ok((id, seq, frame, oversized))) => {
-                        assert_eq!((a.id.as_str(), a.seq, &a.frame[..], a.oversized), (id.as_str(), seq, &frame[..], oversized));
+                        assert_eq!(
+                            (a.id.as_str(), a.seq, &a.frame[..], a.oversized),
+                            (id.as_str(), seq, &frame[..], oversized)
+                        );
                         check_frame(&a.frame, model.events.last().unwrap());
                     }
                     (Err(a), Err(b)) => assert_eq!(a, b),
@@ -339,12 +410,24 @@ pub fn replay_buffer(data: &[u8]) {
         }
         // Bounds and accounting, after every operation.
         assert!(buf.used_bytes() <= model.max_bytes, "over the byte budget");
-        assert!(buf.budgeted_events() <= model.max_events, "over the event cap");
+        assert!(
+            buf.budgeted_events() <= model.max_events,
+            "over the event cap"
+        );
         assert_eq!(buf.used_bytes(), model.used(), "used bytes");
         assert_eq!(buf.budgeted_events(), model.budgeted(), "budgeted events");
-        let pinned: usize = model.events.iter().filter(|e| e.held == Held::Pinned).map(|e| e.frame.len()).sum();
+        let pinned: usize = model
+            .events
+            .iter()
+            .filter(|e| e.held == Held::Pinned)
+            .map(|e| e.frame.len())
+            .sum();
         assert_eq!(buf.pinned_bytes(), pinned, "pinned bytes");
-        let held = model.events.iter().filter(|e| matches!(e.held, Held::Pinned | Held::Budgeted)).count();
+        let held = model
+            .events
+            .iter()
+            .filter(|e| matches!(e.held, Held::Pinned | Held::Budgeted))
+            .count();
         assert_eq!(buf.held_events(), held, "held events");
     }
 }
@@ -360,7 +443,11 @@ fn check_replay(buf: &ReplayBuffer, model: &Model, id: &str) {
             assert_eq!(r.closed, model.streams[&s].closed, "closed flag");
         }
         (Err(m), Err((reason, missing))) => {
-            assert_eq!((m.reason, m.missing.as_deref()), (reason, missing.as_deref()), "replay_after({id:?}) miss");
+            assert_eq!(
+                (m.reason, m.missing.as_deref()),
+                (reason, missing.as_deref()),
+                "replay_after({id:?}) miss"
+            );
         }
         (got, want) => panic!("replay_after({id:?}): buffer {got:?}, model {want:?}"),
     }

@@ -83,7 +83,11 @@ fn run(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>) -> Run {
                 Ok(ev) => check_event(&ev, limits, &within),
                 Err(e) => {
                     assert!(limits.is_some(), "limit error under default limits: {e}");
-                    assert!(e.offset() <= fed, "error offset {} past the input", e.offset());
+                    assert!(
+                        e.offset() <= fed,
+                        "error offset {} past the input",
+                        e.offset()
+                    );
                     // Only the offset is compared across chunkings: when one line breaks two
                     // limits at once, which of the two is reported depends on the chunking
                     // (tests/regression/sse_chunking/two-limits-one-line; see fuzz/README.md).
@@ -117,7 +121,11 @@ fn run(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>) -> Run {
 fn check_event(ev: &Event, limits: Option<&Limits>, within: &dyn Fn(&Bytes) -> bool) -> Item {
     let mut data = Vec::new();
     ev.data.copy_to(&mut data);
-    assert_eq!(data.len(), ev.data.len(), "Data::len is the sum of its segments");
+    assert_eq!(
+        data.len(),
+        ev.data.len(),
+        "Data::len is the sum of its segments"
+    );
     assert!(ev.data.eq_bytes(&data));
     assert_eq!(ev.data.contiguous(), data.as_slice());
     // Zero copy: every segment is a slice of the input, or the static LF join.
@@ -189,6 +197,9 @@ pub fn sse_chunking(data: &[u8]) {
     } else if !expected.items.iter().any(|i| matches!(i, Item::Error(_))) {
         // No limit was hit: limits must not change anything.
         let unlimited = run(&whole, &[payload], None);
-        assert_eq!(unlimited.items, expected.items, "limits changed events without an error");
+        assert_eq!(
+            unlimited.items, expected.items,
+            "limits changed events without an error"
+        );
     }
 }
