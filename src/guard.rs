@@ -299,10 +299,14 @@ pub enum Torn {
         /// `None`: the body ended with no event; `Some`: nothing arrived in this long.
         waited: Option<Duration>,
     },
-    /// A cut while a request was outstanding on a stream without event ids: the response is lost.
+    /// A cut while a request was outstanding before any event id was committed (the stream carries
+    /// none, or the cut came before the first event was complete): there is no `Last-Event-ID` to
+    /// resume from, so the response is lost.
     Unresumable {
         /// Bytes of the partial event that was lost, if any.
         partial_bytes: u64,
+        /// The interrupted event's id, when its `id:` line had arrived.
+        partial_id: Option<Bytes>,
     },
     /// The reconnect answered something other than an event stream.
     UnexpectedResponse {
@@ -424,9 +428,20 @@ impl fmt::Display for Torn {
                 "no event arrived within {} ms of resuming while a response was outstanding",
                 d.as_millis()
             ),
-            Torn::Unresumable { partial_bytes } => write!(
+            Torn::Unresumable {
+                partial_bytes,
+                partial_id: None,
+            } => write!(
                 f,
                 "the stream was cut with a response outstanding ({partial_bytes} bytes of a partial event lost) and it carries no event ids to resume from"
+            ),
+            Torn::Unresumable {
+                partial_bytes,
+                partial_id: Some(id),
+            } => write!(
+                f,
+                "the stream was cut inside its first event {} ({partial_bytes} bytes lost) before any event was complete, so there is no Last-Event-ID to resume from",
+                show(id)
             ),
             Torn::UnexpectedResponse {
                 status,
@@ -557,14 +572,14 @@ fn seq_id(id: &[u8]) -> Option<SeqId<'_>> {
             n,
         });
     }
-    if let Some(slash) = id.iter().position(|&b| b == b'/') {
-        if let Some(n) = digits(&id[..slash]) {
-            return Some(SeqId {
-                shape: 1,
-                stream: &id[slash + 1..],
-                n,
-            });
-        }
+    if let Some(slash) = id.iter().position(|&b| b == b'/')
+        && let Some(n) = digits(&id[..slash])
+    {
+        return Some(SeqId {
+            shape: 1,
+            stream: &id[slash + 1..],
+            n,
+        });
     }
     let dash = id.iter().rposition(|&b| b == b'-')?;
     let n = digits(&id[dash + 1..])?;
@@ -733,15 +748,14 @@ impl Guard {
                     why: "reuses an id already delivered with different content",
                 }));
             }
-            if let Some(cursor) = &self.cursor {
-                if let Order::Same { cursor: c, got } = order(cursor, id) {
-                    if got <= c {
-                        return Err(self.refuse(Torn::StreamRestarted {
-                            got: id.clone(),
-                            why: "goes back to or before the cursor with content not seen recently",
-                        }));
-                    }
-                }
+            if let Some(cursor) = &self.cursor
+                && let Order::Same { cursor: c, got } = order(cursor, id)
+                && got <= c
+            {
+                return Err(self.refuse(Torn::StreamRestarted {
+                    got: id.clone(),
+                    why: "goes back to or before the cursor with content not seen recently",
+                }));
             }
         }
         if let Phase::Resuming { partial_id, .. } = &self.phase {
@@ -789,10 +803,10 @@ impl Guard {
                 None => {
                     self.answered.insert(rpc_id.clone(), hash);
                     self.answered_order.push_back(rpc_id.clone());
-                    if self.answered_order.len() > self.config.window {
-                        if let Some(old) = self.answered_order.pop_front() {
-                            self.answered.remove(&old);
-                        }
+                    if self.answered_order.len() > self.config.window
+                        && let Some(old) = self.answered_order.pop_front()
+                    {
+                        self.answered.remove(&old);
                     }
                     self.outstanding.retain(|o| o != rpc_id);
                 }
@@ -910,7 +924,11 @@ impl Guard {
         let needed = !self.outstanding.is_empty();
         if self.cursor.is_none() && needed {
             let partial_bytes = partial.as_ref().map_or(0, |p| p.bytes);
-            return Err(self.refuse(Torn::Unresumable { partial_bytes }));
+            let partial_id = partial.and_then(|p| p.id);
+            return Err(self.refuse(Torn::Unresumable {
+                partial_bytes,
+                partial_id,
+            }));
         }
         self.phase = Phase::Resuming { partial_id };
         self.stats.resumes += u64::from(needed);

@@ -13,6 +13,10 @@ pub mod sse;
 pub mod testing;
 
 #[cfg(feature = "transport")]
+pub mod client;
+#[cfg(feature = "transport")]
+pub mod demo;
+#[cfg(feature = "transport")]
 pub mod proxy;
 #[cfg(feature = "transport")]
 pub mod server;

@@ -271,27 +271,48 @@ impl Exact {
                     i += 1;
                 }
                 St::Str => {
-                    i += simd::scan_string::<true>(self.isa, &bytes[i..]);
-                    if i == n {
-                        break;
-                    }
-                    let b = bytes[i];
-                    let at = base + i as u64;
-                    match b {
-                        b'"' => {
-                            if self.key {
-                                self.st = St::Colon;
-                            } else {
-                                self.value_done();
+                    // Stay here across the common stops (simple escapes, whole UTF-8 sequences) so prose
+                    // costs one scanner call per stop and no trip through the state dispatch.
+                    loop {
+                        i += simd::scan_string::<true>(self.isa, &bytes[i..]);
+                        if i == n {
+                            break;
+                        }
+                        let at = base + i as u64;
+                        match bytes[i] {
+                            b'"' => {
+                                if self.key {
+                                    self.st = St::Colon;
+                                } else {
+                                    self.value_done();
+                                }
+                                i += 1;
+                                break;
                             }
-                            i += 1;
+                            b'\\' => match bytes.get(i + 1) {
+                                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                                    i += 2
+                                }
+                                _ => {
+                                    self.st = St::Esc;
+                                    i += 1;
+                                    break;
+                                }
+                            },
+                            0..=0x1f => {
+                                self.fail(InvalidReason::ControlCharacter { offset: at });
+                                break;
+                            }
+                            _ => match utf8_char(&bytes[i..]) {
+                                Some(len) => i += len,
+                                None => {
+                                    i = self.utf8_run(bytes, i);
+                                    if self.st != St::Str {
+                                        break;
+                                    }
+                                }
+                            },
                         }
-                        b'\\' => {
-                            self.st = St::Esc;
-                            i += 1;
-                        }
-                        0..=0x1f => self.fail(InvalidReason::ControlCharacter { offset: at }),
-                        _ => i = self.utf8_run(bytes, i),
                     }
                 }
                 St::Esc => {
@@ -479,5 +500,23 @@ impl Exact {
                 };
             }
         }
+    }
+}
+
+/// The length of the whole, valid UTF-8 sequence starting `bytes` (whose first byte is >= 0x80), or
+/// `None` when it is invalid or cut short (the caller then takes the careful path).
+#[inline]
+fn utf8_char(bytes: &[u8]) -> Option<usize> {
+    let cont = |k: usize| bytes.get(k).is_some_and(|&c| c & 0xC0 == 0x80);
+    let b1 = *bytes.get(1)?;
+    match bytes[0] {
+        0xC2..=0xDF => cont(1).then_some(2),
+        0xE0 => ((0xA0..=0xBF).contains(&b1) && cont(2)).then_some(3),
+        0xED => ((0x80..=0x9F).contains(&b1) && cont(2)).then_some(3),
+        0xE1..=0xEF => (cont(1) && cont(2)).then_some(3),
+        0xF0 => ((0x90..=0xBF).contains(&b1) && cont(2) && cont(3)).then_some(4),
+        0xF1..=0xF3 => (cont(1) && cont(2) && cont(3)).then_some(4),
+        0xF4 => ((0x80..=0x8F).contains(&b1) && cont(2) && cont(3)).then_some(4),
+        _ => None,
     }
 }

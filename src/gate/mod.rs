@@ -323,3 +323,41 @@ pub fn verdict_of(bytes: &[u8]) -> Verdict {
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_basics_every_isa_and_mode() {
+        let cases: &[(&[u8], Verdict)] = &[
+            (b"", Verdict::Incomplete),
+            (b"{\"a\":[1,2,{\"b\":\"]\\\"\"}]}", Verdict::Complete),
+            (b"{\"a\":[1,2,{\"b\":\"]\\\"\"}]", Verdict::Incomplete),
+            (b"[1]x", Verdict::Trailing),
+            (b"{]", Verdict::Invalid),
+            (b"42", Verdict::Complete),
+        ];
+        for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
+            for exact in [true, false] {
+                let mut gate = Config::new().exact(exact).build_with_isa(isa).unwrap();
+                for &(input, want) in cases {
+                    gate.reset();
+                    for b in input {
+                        gate.feed(std::slice::from_ref(b));
+                    }
+                    assert_eq!(gate.verdict(), want, "{isa:?} exact={exact} {input:?}");
+                }
+            }
+        }
+        assert_eq!(Verdict::Trailing.as_str(), "trailing");
+        assert_eq!(
+            InvalidReason::TooDeep {
+                limit: 2,
+                offset: 5
+            }
+            .offset(),
+            5
+        );
+    }
+}

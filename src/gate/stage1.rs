@@ -4,7 +4,7 @@
 //! the nesting depth and the kind of every open container. A byte after an odd backslash run is inert
 //! everywhere (inside strings or not), exactly as the SIMD kernels' escape mask makes it, so the portable
 //! path here and every kernel agree byte for byte. The kernels process 64-byte blocks and call
-//! [`Stage1::escapes`], [`Stage1::brackets`] and [`Stage1::bracket_slow`]; whatever is shorter than a
+//! [`escapes`], [`Stage1::brackets`] and [`Stage1::bracket_slow`]; whatever is shorter than a
 //! block goes through [`Stage1::inside_scalar`].
 #![forbid(unsafe_code)]
 
@@ -156,25 +156,6 @@ impl Stage1 {
         }
     }
 
-    /// The escaped-byte mask of a 64-byte block from its backslash mask, carrying odd runs across blocks
-    /// (simdjson's `find_escaped`). Branchy when the block has no backslash, branchless otherwise.
-    #[inline(always)]
-    pub(crate) fn escapes(&mut self, backslash: u64) -> u64 {
-        if backslash == 0 {
-            let escaped = self.escaped;
-            self.escaped = 0;
-            return escaped;
-        }
-        const EVEN: u64 = 0x5555_5555_5555_5555;
-        let backslash = backslash & !self.escaped;
-        let follows_escape = (backslash << 1) | self.escaped;
-        let odd_starts = backslash & !EVEN & !follows_escape;
-        let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
-        self.escaped = u64::from(overflow);
-        let invert = even_starts << 1;
-        (EVEN ^ invert) & follows_escape
-    }
-
     /// Applies the structural brackets `bits` of one block (bit `p` is an opener when set in `opens`, an
     /// object bracket when set in `curly`). Stops at the first bracket that needs care — over the depth
     /// limit, a mismatch, or the top-level close — and returns its bit index, with `depth` as before it.
@@ -275,4 +256,23 @@ impl Stage1 {
         }
         n
     }
+}
+
+/// The escaped-byte mask of a 64-byte block from its backslash mask, carrying odd runs across blocks
+/// (simdjson's `find_escaped`). Branchy when the block has no backslash, branchless otherwise.
+#[inline(always)]
+pub(crate) fn escapes(backslash: u64, carry: &mut u64) -> u64 {
+    if backslash == 0 {
+        let escaped = *carry;
+        *carry = 0;
+        return escaped;
+    }
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !*carry;
+    let follows_escape = (backslash << 1) | *carry;
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = u64::from(overflow);
+    let invert = even_starts << 1;
+    (EVEN ^ invert) & follows_escape
 }

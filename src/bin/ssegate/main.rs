@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod check;
+mod demo;
 mod events;
 mod gate;
 mod input;
@@ -31,6 +32,8 @@ enum Command {
     Gate(gate::GateArgs),
     /// Report on a captured MCP SSE response: each event's verdict and the guard's decision.
     Check(check::CheckArgs),
+    /// Reproduce the resumption failure on loopback and show the guard preventing it.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,5 +42,6 @@ fn main() -> ExitCode {
         Command::Events(args) => events::run(&args),
         Command::Gate(args) => gate::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Demo(args) => demo::run(&args),
     }
 }

@@ -112,3 +112,56 @@ pub(crate) fn stage1_inside(isa: Isa, state: &mut Stage1, bytes: &[u8]) -> usize
         _ => state.inside_scalar(bytes, 0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every available kernel's string scanner against the byte-at-a-time definition, at every length
+    /// and alignment mod 64, with the stop byte at every position.
+    #[test]
+    fn scan_string_matches_naive() {
+        let naive = |bytes: &[u8], non_ascii: bool| {
+            bytes
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20 || (non_ascii && b >= 0x80))
+                .unwrap_or(bytes.len())
+        };
+        let mut buf = vec![b'a'; 64 + 200];
+        for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
+            for align in 0..64 {
+                for len in 0..200usize {
+                    for stop in [b'"', b'\\', 0x00, 0x1f, 0x80, 0xff, b' ', 0x7f] {
+                        for at in (0..len).step_by(7).chain([len.saturating_sub(1)]) {
+                            buf.fill(b'a');
+                            if at < len {
+                                buf[align + at] = stop;
+                            }
+                            let s = &buf[align..align + len];
+                            assert_eq!(
+                                scan_string::<true>(isa, s),
+                                naive(s, true),
+                                "{isa:?} {align} {len} {at}"
+                            );
+                            assert_eq!(
+                                scan_string::<false>(isa, s),
+                                naive(s, false),
+                                "{isa:?} {align} {len} {at}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn detect_is_cached_and_available() {
+        let isa = Isa::detect();
+        assert!(isa.is_available());
+        assert_eq!(Isa::detect(), isa);
+        if cfg!(any(ssegate_disable_simd, miri, not(target_arch = "x86_64"))) {
+            assert_eq!(isa, Isa::Portable);
+        }
+    }
+}

@@ -7,7 +7,7 @@ use std::arch::x86_64::{
 
 use super::prefix_xor;
 use crate::gate::simd::scalar;
-use crate::gate::stage1::{Phase, Stage1};
+use crate::gate::stage1::{Phase, Stage1, escapes};
 
 /// Loads 32 bytes at `ptr`.
 ///
@@ -86,8 +86,9 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
     let open_v = _mm256_set1_epi8(b'{' as i8);
     let close_v = _mm256_set1_epi8(b'}' as i8);
     let mut i = 0;
+    // The carries live in registers inside the loop and go back to `st` on every exit.
+    let (mut esc_carry, mut str_carry) = (st.escaped, st.in_string);
     while i + 64 <= n {
-        st.reserve_block();
         // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
         let (lo, hi) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
         let quote =
@@ -101,20 +102,25 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
             bits(_mm256_cmpeq_epi8(flo, close_v)) | (bits(_mm256_cmpeq_epi8(fhi, close_v)) << 32);
         let curly = bits(_mm256_cmpeq_epi8(_mm256_and_si256(lo, bit5), bit5))
             | (bits(_mm256_cmpeq_epi8(_mm256_and_si256(hi, bit5), bit5)) << 32);
-        let escaped = st.escapes(backslash);
-        let in_string = prefix_xor(quote & !escaped) ^ st.in_string;
-        st.in_string = ((in_string as i64) >> 63) as u64;
+        let escaped = escapes(backslash, &mut esc_carry);
+        let in_string = prefix_xor(quote & !escaped) ^ str_carry;
+        str_carry = ((in_string as i64) >> 63) as u64;
         let structural = (opens | closes) & !in_string & !escaped;
+        if structural != 0 {
+            st.reserve_block();
+        }
         if structural != 0
             && let Some(p) = st.brackets(structural, opens, curly)
         {
             let at = st.offset + (i as u64) + u64::from(p);
             st.bracket_slow((opens >> p) & 1 == 1, (curly >> p) & 1 == 1, at);
             if st.phase != Phase::Inside {
+                (st.escaped, st.in_string) = (esc_carry, str_carry);
                 return i + p as usize + 1;
             }
         }
         i += 64;
     }
+    (st.escaped, st.in_string) = (esc_carry, str_carry);
     i + st.inside_scalar(&bytes[i..], i)
 }

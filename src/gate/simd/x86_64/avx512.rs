@@ -7,7 +7,7 @@ use std::arch::x86_64::{
 };
 
 use super::prefix_xor;
-use crate::gate::stage1::{Phase, Stage1};
+use crate::gate::stage1::{Phase, Stage1, escapes};
 
 /// The stop mask of one 64-byte vector (see `simd::scan_string`).
 #[inline]
@@ -69,8 +69,9 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
     let open_v = _mm512_set1_epi8(b'{' as i8);
     let close_v = _mm512_set1_epi8(b'}' as i8);
     let mut i = 0;
+    // The carries live in registers inside the loop and go back to `st` on every exit.
+    let (mut esc_carry, mut str_carry) = (st.escaped, st.in_string);
     while i + 64 <= n {
-        st.reserve_block();
         // SAFETY: `i + 64 <= n`, so the 64 bytes read are inside `bytes`.
         let v = unsafe { _mm512_loadu_si512(ptr.add(i).cast()) };
         let quote = _mm512_cmpeq_epi8_mask(v, quote_v);
@@ -80,20 +81,25 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
         let opens = _mm512_cmpeq_epi8_mask(folded, open_v);
         let closes = _mm512_cmpeq_epi8_mask(folded, close_v);
         let curly = _mm512_test_epi8_mask(v, bit5);
-        let escaped = st.escapes(backslash);
-        let in_string = prefix_xor(quote & !escaped) ^ st.in_string;
-        st.in_string = ((in_string as i64) >> 63) as u64;
+        let escaped = escapes(backslash, &mut esc_carry);
+        let in_string = prefix_xor(quote & !escaped) ^ str_carry;
+        str_carry = ((in_string as i64) >> 63) as u64;
         let bits = (opens | closes) & !in_string & !escaped;
+        if bits != 0 {
+            st.reserve_block();
+        }
         if bits != 0
             && let Some(p) = st.brackets(bits, opens, curly)
         {
             let at = st.offset + (i as u64) + u64::from(p);
             st.bracket_slow((opens >> p) & 1 == 1, (curly >> p) & 1 == 1, at);
             if st.phase != Phase::Inside {
+                (st.escaped, st.in_string) = (esc_carry, str_carry);
                 return i + p as usize + 1;
             }
         }
         i += 64;
     }
+    (st.escaped, st.in_string) = (esc_carry, str_carry);
     i + st.inside_scalar(&bytes[i..], i)
 }

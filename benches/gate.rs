@@ -1,0 +1,148 @@
+//! The gate against memcpy and simd-json, one criterion group per 4 MiB input.
+//!
+//! `cargo bench --bench gate -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use ssegate::gate::{Config, Isa};
+use ssegate::message::{Message, Parser};
+use ssegate::sse::{Data, Decoder};
+
+const SIZE: usize = 4 << 20;
+const CHUNK: usize = 16 << 10;
+
+/// A JSON-RPC tool result whose bulk is one long text string with escapes (quotes, newlines, tabs,
+/// backslashes) and some non-ASCII.
+fn prose() -> Vec<u8> {
+    let mut text = String::with_capacity(SIZE);
+    let mut i = 0u64;
+    while text.len() < SIZE - 200 {
+        text.push_str(&format!(
+            "Paragraph {i}: the server said \"resume from here\" and the client\tappended the replay \
+             onto a partial event, so the JSON looked complete but was not — a path like C:\\tmp\\x.\n"
+        ));
+        i += 1;
+    }
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// A structure-dense array of small objects and numbers.
+fn dense() -> Vec<u8> {
+    let mut out = b"[".to_vec();
+    let mut i = 0u64;
+    while out.len() < SIZE - 200 {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(
+            format!(
+                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
+                i % 1000,
+                i % 7,
+                i % 13
+            )
+            .as_bytes(),
+        );
+        i += 1;
+    }
+    out.push(b']');
+    out
+}
+
+fn sse_frame(json: &[u8]) -> Bytes {
+    let mut out = b"id: 1\nevent: message\ndata: ".to_vec();
+    out.extend_from_slice(json);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(json.len() as u64));
+    g.sample_size(20);
+
+    let mut dst = vec![0u8; json.len()];
+    g.bench_function("memcpy", |b| {
+        b.iter(|| {
+            dst.copy_from_slice(black_box(&json));
+            black_box(&dst);
+        })
+    });
+
+    for isa in Isa::ALL.into_iter().rev().filter(|i| i.is_available()) {
+        for exact in [false, true] {
+            let mut gate = Config::new().exact(exact).build_with_isa(isa).unwrap();
+            let id = format!(
+                "gate_{}/{}",
+                if exact { "exact" } else { "fast" },
+                isa.name()
+            );
+            g.bench_function(id, |b| {
+                b.iter(|| {
+                    gate.reset();
+                    for chunk in black_box(&json).chunks(CHUNK) {
+                        gate.feed(chunk);
+                    }
+                    assert_eq!(gate.verdict(), ssegate::gate::Verdict::Complete);
+                })
+            });
+        }
+    }
+
+    let mut buffers = simd_json::Buffers::new(json.len());
+    g.bench_function("simd_json_parse", |b| {
+        b.iter_batched_ref(
+            || json.clone(),
+            |input| {
+                let v = simd_json::to_borrowed_value_with_buffers(input, &mut buffers).unwrap();
+                black_box(&v);
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
+    let mut parser = Parser::new();
+    let msg = Message::new(Data::from(Bytes::from(json.clone())));
+    g.bench_function("parse_value", |b| {
+        b.iter(|| {
+            let v = msg.parse_value(&mut parser).unwrap();
+            black_box(&v);
+        })
+    });
+
+    let frame = sse_frame(&json);
+    let mut gate = Config::new().build();
+    g.bench_function("decode_gate_parse", |b| {
+        b.iter(|| {
+            let mut decoder = Decoder::new();
+            let mut at = 0;
+            let mut parsed = 0;
+            while at < frame.len() {
+                let end = (at + CHUNK).min(frame.len());
+                decoder.feed(frame.slice(at..end));
+                at = end;
+                while let Some(event) = decoder.next_event() {
+                    let event = event.unwrap();
+                    assert_eq!(gate.check(&event.data), ssegate::gate::Verdict::Complete);
+                    let msg = Message::new(event.data);
+                    let v = msg.parse_value(&mut parser).unwrap();
+                    black_box(&v);
+                    parsed += 1;
+                }
+            }
+            assert_eq!(parsed, 1);
+        })
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    group(c, "prose_4MiB", prose());
+    group(c, "dense_4MiB", dense());
+}
+
+criterion_group!(gate_benches, benches);
+criterion_main!(gate_benches);

@@ -1,0 +1,1100 @@
+//! The demo behind `ssegate demo`: the field failure reproduced over real TCP on loopback, and the
+//! guard preventing it.
+//!
+//! For each [`ServerMode`], a [`Harness`] starts the loopback MCP server and the fault-injecting
+//! proxy in front of it, measures where the `big_result` response's events sit in the raw byte
+//! stream ([`Layout`]), and runs trials: each one queues a cut at an offset drawn from a seeded PRNG
+//! over the small events (priming, progress) and the start, middle and last bytes of the big result
+//! event, then calls the tool with either client:
+//!
+//! - [`NaiveClient`]: the failure, reproduced. It keeps its partial `data` buffer across the cut and
+//!   appends the resumed stream's data to it, as the failing clients in the field did.
+//! - the guarded [`Client`]: decoder + guard, resuming in place or renegotiating.
+//!
+//! Each trial is classified: [`TrialClass::Intact`] (the delivered bytes are exactly
+//! [`expected_result`]), [`TrialClass::SilentCorruption`] (something else was delivered without an
+//! error) or [`TrialClass::Refused`] (an error, nothing delivered).
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+use tracing::{Instrument, debug, info_span};
+
+use crate::client::{self, Client, ClientConfig, Endpoint};
+use crate::proxy::{Cut, ProxyConfig, RunningProxy};
+use crate::replay;
+use crate::server::{DEFAULT_SEED, RunningServer, ServerConfig, ServerMode, expected_result};
+
+/// The JSON-RPC id both clients give the `tools/call` (each trial uses a fresh client).
+const CALL_ID: i64 = 1;
+
+/// The demo's settings. Setters take `&mut self` and chain.
+#[derive(Clone, Debug)]
+pub struct DemoConfig {
+    trials: usize,
+    seed: u64,
+    size: usize,
+    reconnect_delay: Duration,
+    retry_ms: u64,
+    replay_timeout: Duration,
+    trial_timeout: Duration,
+    modes: Vec<ServerMode>,
+}
+
+impl Default for DemoConfig {
+    /// 32 trials per row, seed 1, a 4 MiB result, a 250 ms reconnect delay at the proxy, `retry: 50`
+    /// from the server, a 2 s replay timeout, 30 s per trial, every [`ServerMode`].
+    fn default() -> Self {
+        DemoConfig {
+            trials: 32,
+            seed: 1,
+            size: crate::server::DEFAULT_RESULT_SIZE,
+            reconnect_delay: Duration::from_millis(250),
+            retry_ms: 50,
+            replay_timeout: Duration::from_secs(2),
+            trial_timeout: Duration::from_secs(30),
+            modes: ServerMode::ALL.to_vec(),
+        }
+    }
+}
+
+impl DemoConfig {
+    /// Trials per server mode and client.
+    pub fn trials(&mut self, n: usize) -> &mut Self {
+        self.trials = n;
+        self
+    }
+
+    /// Seed of the PRNG that draws the cut offsets.
+    pub fn seed(&mut self, seed: u64) -> &mut Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Size of the big result's text, in bytes. The replay budget is set to half of it (between
+    /// 4 KiB and 1 MiB), so the result never fits and evicts older events, as in the field report.
+    pub fn size(&mut self, bytes: usize) -> &mut Self {
+        self.size = bytes;
+        self
+    }
+
+    /// How long the proxy holds the connection after a cut (the reconnect delay).
+    pub fn reconnect_delay(&mut self, delay: Duration) -> &mut Self {
+        self.reconnect_delay = delay;
+        self
+    }
+
+    /// The server's `retry:` field, in milliseconds.
+    pub fn retry_ms(&mut self, ms: u64) -> &mut Self {
+        self.retry_ms = ms;
+        self
+    }
+
+    /// The guarded client's replay timeout.
+    pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.replay_timeout = timeout;
+        self
+    }
+
+    /// Upper bound on one trial; a trial that exceeds it counts as refused.
+    pub fn trial_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.trial_timeout = timeout;
+        self
+    }
+
+    /// The server modes to run, in order.
+    pub fn modes(&mut self, modes: &[ServerMode]) -> &mut Self {
+        self.modes = modes.to_vec();
+        self
+    }
+
+    /// Trials per row.
+    pub fn get_trials(&self) -> usize {
+        self.trials
+    }
+
+    /// The server modes.
+    pub fn get_modes(&self) -> &[ServerMode] {
+        &self.modes
+    }
+
+    fn server_config(&self, mode: ServerMode) -> ServerConfig {
+        let budget = (self.size / 2).clamp(4 << 10, 1 << 20);
+        let mut replay = replay::Config::default();
+        replay
+            .max_bytes(budget)
+            .max_event_bytes(budget)
+            .retry_after(Duration::from_secs(1));
+        let mut c = ServerConfig::default();
+        c.mode(mode)
+            .result_size(self.size)
+            .seed(DEFAULT_SEED)
+            .retry_ms(self.retry_ms)
+            .progress_count(3)
+            .replay(replay);
+        c
+    }
+}
+
+/// Which client a trial used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientKind {
+    /// [`NaiveClient`].
+    Naive,
+    /// The guarded [`Client`].
+    Guarded,
+}
+
+impl ClientKind {
+    /// `naive` or `guarded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Naive => "naive",
+            ClientKind::Guarded => "guarded",
+        }
+    }
+}
+
+impl fmt::Display for ClientKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a trial ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TrialClass {
+    /// The delivered bytes are exactly the expected result.
+    Intact,
+    /// Other bytes were delivered, with no error.
+    SilentCorruption,
+    /// An error, nothing delivered.
+    Refused,
+}
+
+/// Where a cut falls in the `tools/call` response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Region {
+    /// In the priming or progress events (or between them).
+    SmallEvents,
+    /// The first bytes of the big result event (its `id:` line, the start of its `data:` line).
+    BigStart,
+    /// The middle of the big result event.
+    BigMiddle,
+    /// The last bytes of the big result event and the end of the response.
+    BigEnd,
+}
+
+impl Region {
+    /// The regions, in the order trials cycle through them.
+    pub const ALL: [Region; 4] = [
+        Region::SmallEvents,
+        Region::BigStart,
+        Region::BigMiddle,
+        Region::BigEnd,
+    ];
+}
+
+/// One trial's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrialOutcome {
+    /// How it ended.
+    pub class: TrialClass,
+    /// Delivered after resuming in place (no new session).
+    pub resumed: bool,
+    /// A new session was opened and the request re-issued.
+    pub renegotiated: bool,
+    /// The cut offset (bytes of the raw response forwarded before the reset).
+    pub cut: u64,
+    /// The error text, if any (the naive client's error, or the guarded client's refusals).
+    pub detail: Option<String>,
+}
+
+/// Where the `tools/call` response's parts sit in the raw bytes the proxy forwards (HTTP head,
+/// chunked framing and SSE frames), measured on one uncut call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Offset of the priming event's first byte.
+    pub small_start: u64,
+    /// Offset of the big result event's first byte (its `id:` line).
+    pub big_start: u64,
+    /// Offset just past the big result event's blank line.
+    pub big_end: u64,
+    /// Total raw response bytes.
+    pub total: u64,
+}
+
+impl Layout {
+    /// A cut offset in `region`, from a random number.
+    pub fn offset(&self, region: Region, r: u64) -> u64 {
+        let big = self.big_end - self.big_start;
+        let pick = |lo: u64, width: u64| lo + r % width.max(1);
+        match region {
+            Region::SmallEvents => pick(self.small_start, self.big_start - self.small_start),
+            Region::BigStart => pick(self.big_start, (big / 8).clamp(1, 4096)),
+            Region::BigMiddle => pick(self.big_start + big / 8, big - big / 4),
+            Region::BigEnd => {
+                let w = (big / 8).clamp(1, 256);
+                pick(self.big_end - w, w + (self.total - self.big_end))
+            }
+        }
+    }
+
+    /// `trials` cuts from `seed`: the regions in turn, a random offset in each.
+    pub fn plan(&self, seed: u64, trials: usize) -> Vec<(Region, u64)> {
+        let mut rng = SplitMix64(seed);
+        (0..trials)
+            .map(|i| {
+                let region = Region::ALL[i % Region::ALL.len()];
+                (region, self.offset(region, rng.next()))
+            })
+            .collect()
+    }
+}
+
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// A demo error (setting up the server, the proxy or the measurement).
+#[derive(Debug)]
+pub struct DemoError(String);
+
+impl fmt::Display for DemoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DemoError {}
+
+impl From<io::Error> for DemoError {
+    fn from(e: io::Error) -> Self {
+        DemoError(format!("I/O error: {e}"))
+    }
+}
+
+impl From<NaiveError> for DemoError {
+    fn from(e: NaiveError) -> Self {
+        DemoError(e.0)
+    }
+}
+
+impl From<client::ClientError> for DemoError {
+    fn from(e: client::ClientError) -> Self {
+        DemoError(e.to_string())
+    }
+}
+
+/// A server in one mode with the proxy in front, on loopback ports.
+#[derive(Debug)]
+pub struct Harness {
+    mode: ServerMode,
+    server: RunningServer,
+    proxy: RunningProxy,
+    layout: Layout,
+    expected: Bytes,
+    config: DemoConfig,
+}
+
+impl Harness {
+    /// Starts the server and the proxy on `127.0.0.1` and measures the [`Layout`].
+    pub async fn start(mode: ServerMode, config: &DemoConfig) -> Result<Harness, DemoError> {
+        let server = config
+            .server_config(mode)
+            .start("127.0.0.1:0".parse().expect("a socket address"))
+            .await?;
+        let mut pc = ProxyConfig::default();
+        pc.accept_delay(config.reconnect_delay).seed(config.seed);
+        let proxy = pc.start(server.addr()).await?;
+        let expected = expected_result(&json!(CALL_ID), config.size, DEFAULT_SEED);
+        let layout = measure(&proxy, config).await?;
+        debug!(%mode, ?layout, "harness ready");
+        Ok(Harness {
+            mode,
+            server,
+            proxy,
+            layout,
+            expected,
+            config: config.clone(),
+        })
+    }
+
+    /// The server mode.
+    pub fn mode(&self) -> ServerMode {
+        self.mode
+    }
+
+    /// Where the response's events sit.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The exact result a trial must deliver.
+    pub fn expected(&self) -> &Bytes {
+        &self.expected
+    }
+
+    /// The server (for its counters).
+    pub fn server(&self) -> &RunningServer {
+        &self.server
+    }
+
+    /// The proxy (for its counters).
+    pub fn proxy(&self) -> &RunningProxy {
+        &self.proxy
+    }
+
+    /// One trial: cut the `tools/call` response at `cut`, call with `client`, classify.
+    pub async fn trial(&self, client: ClientKind, cut: u64) -> TrialOutcome {
+        let span = info_span!("trial", mode = %self.mode, %client, cut);
+        let run = async {
+            match client {
+                ClientKind::Naive => self.naive_trial(cut).await,
+                ClientKind::Guarded => self.guarded_trial(cut).await,
+            }
+        };
+        match tokio::time::timeout(self.config.trial_timeout, run.instrument(span)).await {
+            Ok(outcome) => outcome,
+            Err(_) => TrialOutcome {
+                class: TrialClass::Refused,
+                resumed: false,
+                renegotiated: false,
+                cut,
+                detail: Some(format!(
+                    "trial timed out after {} ms",
+                    self.config.trial_timeout.as_millis()
+                )),
+            },
+        }
+    }
+
+    fn classify(&self, delivered: &crate::sse::Data) -> TrialClass {
+        if delivered.eq_bytes(&self.expected) {
+            TrialClass::Intact
+        } else {
+            TrialClass::SilentCorruption
+        }
+    }
+
+    /// The naive client's call, cut at `cut`: a fresh session through the proxy, `big_result`, then
+    /// `DELETE`.
+    pub async fn naive_call(&self, cut: u64) -> Result<NaiveDelivery, NaiveError> {
+        self.proxy.clear_cuts();
+        let mut naive = NaiveClient::connect(self.proxy.addr()).await?;
+        self.proxy.set_next_cut(Cut::At(cut));
+        let result = naive.call_tool(CALL_ID, "big_result", json!({})).await;
+        naive.close().await;
+        result
+    }
+
+    async fn naive_trial(&self, cut: u64) -> TrialOutcome {
+        match self.naive_call(cut).await {
+            Ok(d) => TrialOutcome {
+                class: self.classify(&crate::sse::Data::from(d.bytes)),
+                resumed: d.reconnects > 0,
+                renegotiated: false,
+                cut,
+                detail: None,
+            },
+            Err(e) => TrialOutcome {
+                class: TrialClass::Refused,
+                resumed: false,
+                renegotiated: false,
+                cut,
+                detail: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// The guarded client's call, cut at `cut`: a fresh session through the proxy, `big_result`
+    /// marked retryable, then `DELETE`. Returns what [`Client::call_tool`] returned.
+    pub async fn guarded_call(&self, cut: u64) -> Result<client::Response, client::ClientError> {
+        self.proxy.clear_cuts();
+        let mut config = ClientConfig::default();
+        config
+            .replay_timeout(self.config.replay_timeout)
+            .read_timeout(self.config.trial_timeout);
+        let mut client = Client::connect_addr(self.proxy.addr(), config).await?;
+        self.proxy.set_next_cut(Cut::At(cut));
+        let result = client.call_tool("big_result", json!({}), true).await;
+        if let Err(e) = client.close().await {
+            debug!(error = %e, "closing the session failed");
+        }
+        result
+    }
+
+    async fn guarded_trial(&self, cut: u64) -> TrialOutcome {
+        match self.guarded_call(cut).await {
+            Ok(r) => TrialOutcome {
+                class: self.classify(r.message.data()),
+                resumed: r.outcome.resumes > 0 && r.outcome.renegotiations == 0,
+                renegotiated: r.outcome.renegotiations > 0,
+                cut,
+                detail: (!r.outcome.refusals.is_empty()).then(|| r.outcome.refusals.join(" | ")),
+            },
+            Err(e) => TrialOutcome {
+                class: TrialClass::Refused,
+                resumed: false,
+                renegotiated: matches!(&e, client::ClientError::Refused { attempts, .. } if *attempts > 1),
+                cut,
+                detail: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// Stops the proxy and the server.
+    pub async fn shutdown(self) {
+        self.proxy.shutdown().await;
+        self.server.shutdown().await;
+    }
+}
+
+/// Calls `big_result` once through the proxy without a cut and locates its events in the raw bytes.
+///
+/// The proxy counts raw bytes: the HTTP head, then each SSE frame as one chunk of the chunked
+/// encoding (`<hex size>\r\n<frame>\r\n`), then `0\r\n\r\n`. The body (de-chunked) gives the frames,
+/// the proxy's byte counter the total, and the head is what remains.
+async fn measure(proxy: &RunningProxy, config: &DemoConfig) -> Result<Layout, DemoError> {
+    let mut naive = NaiveClient::connect(proxy.addr())
+        .await
+        .map_err(|e| DemoError(format!("measuring the response layout: {e}")))?;
+    let before = proxy.stats().bytes_down;
+    let res = naive
+        .post(&call_request(CALL_ID, "big_result", json!({})))
+        .await?;
+    let body = client::read_body(res.into_body(), usize::MAX, "measure").await?;
+    // The proxy counts a chunk after writing it; let it finish counting the last one.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let total = proxy.stats().bytes_down - before;
+    naive.close().await;
+    let mut frames = Vec::new();
+    let mut start = 0;
+    while let Some(i) = memchr::memmem::find(&body[start..], b"\n\n") {
+        frames.push((start + i + 2 - start) as u64);
+        start += i + 2;
+    }
+    let bad = |what: &str| DemoError(format!("unexpected response layout: {what}"));
+    if start != body.len() || frames.len() < 2 {
+        return Err(bad("the body is not whole SSE frames"));
+    }
+    let hex_line = |len: u64| format!("{len:X}").len() as u64 + 2;
+    let body_raw: u64 = frames.iter().map(|&l| hex_line(l) + l + 2).sum::<u64>() + 5;
+    let head = total
+        .checked_sub(body_raw)
+        .filter(|&h| h > 16 && h < 4096)
+        .ok_or_else(|| bad("the head size is implausible"))?;
+    let big_len = *frames.last().expect("two frames at least");
+    let big_end = total - 7;
+    let config_size = config.size as u64;
+    if big_len < config_size {
+        return Err(bad("the last frame is not the big result"));
+    }
+    Ok(Layout {
+        small_start: head + hex_line(frames[0]),
+        big_start: big_end - big_len,
+        big_end,
+        total,
+    })
+}
+
+fn call_request(id: i64, tool: &str, arguments: Value) -> Bytes {
+    let v = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"))
+}
+
+/// The naive client's error: what it reports instead of a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NaiveError(String);
+
+impl fmt::Display for NaiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NaiveError {}
+
+impl From<client::ClientError> for NaiveError {
+    fn from(e: client::ClientError) -> Self {
+        NaiveError(e.to_string())
+    }
+}
+
+/// What the naive client handed to the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NaiveDelivery {
+    /// The assembled bytes, unvalidated.
+    pub bytes: Bytes,
+    /// Reconnects it made.
+    pub reconnects: u32,
+}
+
+/// **The failure, reproduced**: an MCP client that resumes an SSE stream the way the failing
+/// clients in the field did.
+///
+/// It splits lines itself and streams each `data:` value into its event buffer as the bytes
+/// arrive. When the connection is cut inside an event, it keeps that buffer, reconnects with
+/// `Last-Event-ID` of the last complete event, and appends the resumed stream's data onto the
+/// partial buffer. The first non-notification event is handed to the application as the response,
+/// without validation: after a cut inside the result, a server that replays the interrupted event
+/// whole yields `<partial prefix>{"jsonrpc"...`, and a server that restarts the stream yields the
+/// truncated prefix itself. A `409`, a `404` or an empty replay makes it report an error.
+///
+/// Do not use it for anything but showing the failure.
+#[derive(Debug)]
+pub struct NaiveClient {
+    endpoint: Endpoint,
+    session: Option<String>,
+    timeout: Duration,
+}
+
+impl NaiveClient {
+    /// Opens a session: `initialize`, `notifications/initialized`.
+    pub async fn connect(addr: SocketAddr) -> Result<NaiveClient, NaiveError> {
+        let mut c = NaiveClient {
+            endpoint: Endpoint::from_addr(addr),
+            session: None,
+            timeout: Duration::from_secs(30),
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "naive", "version": "0"}}});
+        let res = c
+            .post(&Bytes::from(serde_json::to_vec(&init).expect("serializes")))
+            .await?;
+        if res.status() != StatusCode::OK {
+            return Err(NaiveError(format!("initialize answered {}", res.status())));
+        }
+        let session = res
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| NaiveError("no Mcp-Session-Id".to_owned()))?
+            .to_owned();
+        client::read_body(res.into_body(), 1 << 20, "initialize").await?;
+        c.session = Some(session);
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let res = c
+            .post(&Bytes::from(serde_json::to_vec(&note).expect("serializes")))
+            .await?;
+        client::read_body(res.into_body(), 1 << 20, "initialized").await?;
+        Ok(c)
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        extra: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<http::Response<hyper::body::Incoming>, NaiveError> {
+        let mut headers = vec![("accept", "application/json, text/event-stream")];
+        if let Some(s) = &self.session {
+            headers.push(("mcp-session-id", s.as_str()));
+        }
+        headers.extend_from_slice(extra);
+        Ok(client::exchange(
+            &self.endpoint,
+            method,
+            &headers,
+            body,
+            self.timeout,
+            self.timeout,
+            "naive request",
+        )
+        .await?)
+    }
+
+    async fn post(
+        &self,
+        body: &Bytes,
+    ) -> Result<http::Response<hyper::body::Incoming>, NaiveError> {
+        self.send(Method::POST, &[], body.clone()).await
+    }
+
+    /// Calls a tool and returns whatever it assembled as the response.
+    pub async fn call_tool(
+        &mut self,
+        id: i64,
+        name: &str,
+        arguments: Value,
+    ) -> Result<NaiveDelivery, NaiveError> {
+        let res = self.post(&call_request(id, name, arguments)).await?;
+        if res.status() != StatusCode::OK {
+            return Err(NaiveError(format!("tools/call answered {}", res.status())));
+        }
+        let mut body = res.into_body();
+        let mut sse = NaiveSse::default();
+        let mut reconnects = 0u32;
+        let mut got_bytes = true;
+        loop {
+            let next =
+                tokio::time::timeout(self.timeout, http_body_util::BodyExt::frame(&mut body))
+                    .await
+                    .map_err(|_| NaiveError("timed out reading the stream".to_owned()))?;
+            match next {
+                Some(Ok(frame)) => {
+                    let Ok(chunk) = frame.into_data() else {
+                        continue;
+                    };
+                    got_bytes |= !chunk.is_empty();
+                    if let Some(bytes) = sse.feed(&chunk) {
+                        return Ok(NaiveDelivery {
+                            bytes: Bytes::from(bytes),
+                            reconnects,
+                        });
+                    }
+                }
+                _ => {
+                    if !got_bytes {
+                        return Err(NaiveError("the resumed stream was empty".to_owned()));
+                    }
+                    sse.connection_lost();
+                    let Some(last) = sse.last_id.clone() else {
+                        return Err(NaiveError("cut before any event id".to_owned()));
+                    };
+                    if reconnects == 3 {
+                        return Err(NaiveError("gave up after 3 reconnects".to_owned()));
+                    }
+                    reconnects += 1;
+                    tokio::time::sleep(sse.retry).await;
+                    let res = self
+                        .send(
+                            Method::GET,
+                            &[("last-event-id", last.as_str())],
+                            Bytes::new(),
+                        )
+                        .await?;
+                    if res.status() != StatusCode::OK {
+                        return Err(NaiveError(format!("resume answered {}", res.status())));
+                    }
+                    body = res.into_body();
+                    got_bytes = false;
+                }
+            }
+        }
+    }
+
+    /// Ends the session (`DELETE`), ignoring errors.
+    pub async fn close(&mut self) {
+        if self.session.is_some() {
+            if let Ok(res) = self.send(Method::DELETE, &[], Bytes::new()).await {
+                let _ = client::read_body(res.into_body(), 1 << 20, "delete").await;
+            }
+            self.session = None;
+        }
+    }
+}
+
+/// The naive client's SSE state: a line buffer and a data buffer that survives cuts.
+#[derive(Debug)]
+struct NaiveSse {
+    line: Vec<u8>,
+    data: Vec<u8>,
+    /// The data buffer ends with a partial value from a cut connection: the next `data:` value is
+    /// appended directly, without the LF join.
+    glued: bool,
+    pending_id: Option<String>,
+    last_id: Option<String>,
+    retry: Duration,
+}
+
+impl Default for NaiveSse {
+    fn default() -> Self {
+        NaiveSse {
+            line: Vec::new(),
+            data: Vec::new(),
+            glued: false,
+            pending_id: None,
+            last_id: None,
+            retry: Duration::from_secs(1),
+        }
+    }
+}
+
+impl NaiveSse {
+    /// Feeds bytes; returns the first non-notification message dispatched.
+    fn feed(&mut self, mut chunk: &[u8]) -> Option<Vec<u8>> {
+        while let Some(i) = memchr::memchr(b'\n', chunk) {
+            let delivered = if self.line.is_empty() {
+                self.line_done(&chunk[..i])
+            } else {
+                self.line.extend_from_slice(&chunk[..i]);
+                let line = std::mem::take(&mut self.line);
+                let d = self.line_done(&line);
+                self.line = line;
+                self.line.clear();
+                d
+            };
+            chunk = &chunk[i + 1..];
+            if delivered.is_some() {
+                return delivered;
+            }
+        }
+        self.line.extend_from_slice(chunk);
+        None
+    }
+
+    fn push_data(&mut self, value: &[u8]) {
+        if !self.data.is_empty() && !self.glued {
+            self.data.push(b'\n');
+        }
+        self.glued = false;
+        self.data.extend_from_slice(value);
+    }
+
+    fn line_done(&mut self, line: &[u8]) -> Option<Vec<u8>> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            if let Some(id) = self.pending_id.take() {
+                self.last_id = Some(id);
+            }
+            if self.data.is_empty() {
+                return None;
+            }
+            let data = std::mem::take(&mut self.data);
+            self.glued = false;
+            let head = &data[..data.len().min(64)];
+            if memchr::memmem::find(head, b"\"method\"").is_some() {
+                return None;
+            }
+            return Some(data);
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(i) => (&line[..i], &line[i + 1..]),
+            None => (line, &b""[..]),
+        };
+        let value = value.strip_prefix(b" ").unwrap_or(value);
+        match name {
+            b"data" => self.push_data(value),
+            b"id" => self.pending_id = Some(String::from_utf8_lossy(value).into_owned()),
+            b"retry" => {
+                if let Some(ms) = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
+                    self.retry = Duration::from_millis(ms);
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The connection ended: the value of a `data:` line in progress was already streamed into the
+    /// buffer, and the buffer is kept for the next connection.
+    fn connection_lost(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        if let Some(value) = line.strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            self.push_data(value);
+            self.glued = true;
+        }
+        self.pending_id = None;
+    }
+}
+
+/// One row of the demo's table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The server mode.
+    pub server: ServerMode,
+    /// The client.
+    pub client: ClientKind,
+    /// Trials run.
+    pub trials: usize,
+    /// Trials that delivered exactly the expected result.
+    pub intact: usize,
+    /// Trials that delivered something else, with no error.
+    pub silent_corruption: usize,
+    /// Trials that ended with an error and delivered nothing.
+    pub refused: usize,
+    /// Trials that delivered after resuming in place.
+    pub resumed: usize,
+    /// Trials that opened a new session and re-issued the request.
+    pub renegotiated: usize,
+}
+
+impl Row {
+    fn new(server: ServerMode, client: ClientKind) -> Row {
+        Row {
+            server,
+            client,
+            trials: 0,
+            intact: 0,
+            silent_corruption: 0,
+            refused: 0,
+            resumed: 0,
+            renegotiated: 0,
+        }
+    }
+
+    /// Counts one trial.
+    pub fn add(&mut self, t: &TrialOutcome) {
+        self.trials += 1;
+        match t.class {
+            TrialClass::Intact => self.intact += 1,
+            TrialClass::SilentCorruption => self.silent_corruption += 1,
+            TrialClass::Refused => self.refused += 1,
+        }
+        self.resumed += usize::from(t.resumed);
+        self.renegotiated += usize::from(t.renegotiated);
+    }
+
+    /// The row as the `--json` object, keys in table order.
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"server\":\"{}\",\"client\":\"{}\",\"trials\":{},\"intact\":{},\"silent_corruption\":{},\"refused\":{},\"resumed\":{},\"renegotiated\":{}}}",
+            self.server.as_str(),
+            self.client.as_str(),
+            self.trials,
+            self.intact,
+            self.silent_corruption,
+            self.refused,
+            self.resumed,
+            self.renegotiated
+        )
+    }
+}
+
+/// `{"rows":[...]}`, one line, keys in table order.
+pub fn rows_json(rows: &[Row]) -> String {
+    let rows: Vec<String> = rows.iter().map(Row::to_json).collect();
+    format!("{{\"rows\":[{}]}}", rows.join(","))
+}
+
+/// The rows as a readable table.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = format!(
+        "{:<9} {:<8} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
+        "server",
+        "client",
+        "trials",
+        "intact",
+        "silent corruption",
+        "refused",
+        "resumed",
+        "renegotiated"
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "{:<9} {:<8} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
+            r.server.as_str(),
+            r.client.as_str(),
+            r.trials,
+            r.intact,
+            r.silent_corruption,
+            r.refused,
+            r.resumed,
+            r.renegotiated
+        ));
+    }
+    out
+}
+
+/// One line that says what the table shows.
+pub fn conclusion(rows: &[Row]) -> String {
+    let sum = |client: ClientKind, f: fn(&Row) -> usize| -> usize {
+        rows.iter().filter(|r| r.client == client).map(f).sum()
+    };
+    let naive_bad = sum(ClientKind::Naive, |r| r.silent_corruption);
+    let naive_trials = sum(ClientKind::Naive, |r| r.trials);
+    let guarded_bad = sum(ClientKind::Guarded, |r| r.silent_corruption);
+    let guarded_trials = sum(ClientKind::Guarded, |r| r.trials);
+    let guarded_ok = sum(ClientKind::Guarded, |r| r.intact);
+    let faulty: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.client == ClientKind::Naive && r.silent_corruption > 0)
+        .map(|r| r.server.as_str())
+        .collect();
+    if guarded_bad == 0 {
+        format!(
+            "The naive client silently delivered a corrupt result in {naive_bad} of {naive_trials} trials (servers: {}); the guarded client delivered the exact result in {guarded_ok} of {guarded_trials} and never a corrupt one.",
+            if faulty.is_empty() {
+                "none".to_owned()
+            } else {
+                faulty.join(", ")
+            }
+        )
+    } else {
+        format!(
+            "BUG: the guarded client delivered a corrupt result in {guarded_bad} of {guarded_trials} trials (the naive client in {naive_bad} of {naive_trials})."
+        )
+    }
+}
+
+/// One finished trial, as [`run`] reports it.
+#[derive(Clone, Copy, Debug)]
+pub struct TrialReport<'a> {
+    /// The server mode.
+    pub server: ServerMode,
+    /// The client.
+    pub client: ClientKind,
+    /// Where the cut was aimed.
+    pub region: Region,
+    /// What happened.
+    pub outcome: &'a TrialOutcome,
+}
+
+impl fmt::Display for TrialReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.outcome;
+        write!(
+            f,
+            "{} {} cut={} ({:?}): {:?}",
+            self.server, self.client, t.cut, self.region, t.class
+        )?;
+        if t.resumed {
+            f.write_str(" resumed")?;
+        }
+        if t.renegotiated {
+            f.write_str(" renegotiated")?;
+        }
+        if let Some(d) = &t.detail {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs every mode × client × trial; `on_trial` is called after each trial. Modes run
+/// concurrently, each on its own server and proxy; trials within a mode run one at a time.
+pub async fn run(
+    config: &DemoConfig,
+    on_trial: &(dyn Fn(&TrialReport<'_>) + Sync),
+) -> Result<Vec<Row>, DemoError> {
+    let per_mode = config.modes.iter().map(|&mode| async move {
+        let harness = Harness::start(mode, config).await?;
+        let plan = harness
+            .layout()
+            .plan(config.seed ^ mode_salt(mode), config.trials);
+        let mut rows = Vec::new();
+        for kind in [ClientKind::Naive, ClientKind::Guarded] {
+            let mut row = Row::new(mode, kind);
+            for &(region, cut) in &plan {
+                let t = harness.trial(kind, cut).await;
+                debug!(%mode, %kind, ?region, cut, ?t, "trial");
+                row.add(&t);
+                on_trial(&TrialReport {
+                    server: mode,
+                    client: kind,
+                    region,
+                    outcome: &t,
+                });
+            }
+            rows.push(row);
+        }
+        harness.shutdown().await;
+        Ok::<_, DemoError>(rows)
+    });
+    let results = futures_util::future::join_all(per_mode).await;
+    let mut rows = Vec::new();
+    for r in results {
+        rows.extend(r?);
+    }
+    Ok(rows)
+}
+
+fn mode_salt(mode: ServerMode) -> u64 {
+    mode.as_str()
+        .bytes()
+        .fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(sse: &mut NaiveSse, s: &[u8]) -> Option<Vec<u8>> {
+        sse.feed(s)
+    }
+
+    #[test]
+    fn naive_appends_the_replay_onto_its_partial_buffer() {
+        let mut sse = NaiveSse::default();
+        assert_eq!(feed_all(&mut sse, b"id: 1-3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"p\"}\n\nid: 1-4\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"res"), None);
+        sse.connection_lost();
+        assert_eq!(sse.last_id.as_deref(), Some("1-3"));
+        let got = feed_all(
+            &mut sse,
+            b"id: 1-4\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"res{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"
+        );
+    }
+
+    #[test]
+    fn naive_restart_hands_over_the_truncated_prefix() {
+        let mut sse = NaiveSse::default();
+        assert_eq!(
+            feed_all(
+                &mut sse,
+                b"id: 1-0\nretry: 5\ndata: \n\nid: 1-4\ndata: {\"id\":1,\"re"
+            ),
+            None
+        );
+        sse.connection_lost();
+        assert_eq!(sse.retry, Duration::from_millis(5));
+        let got = feed_all(&mut sse, b"id: 2-0\nretry: 5\ndata: \n\n").unwrap();
+        assert_eq!(got, b"{\"id\":1,\"re");
+    }
+
+    #[test]
+    fn plan_cycles_regions_within_bounds() {
+        let l = Layout {
+            small_start: 200,
+            big_start: 1000,
+            big_end: 101_000,
+            total: 101_007,
+        };
+        let plan = l.plan(9, 400);
+        for (i, (region, cut)) in plan.iter().enumerate() {
+            assert_eq!(*region, Region::ALL[i % 4]);
+            let ok = match region {
+                Region::SmallEvents => (200..1000).contains(cut),
+                Region::BigStart => (1000..1000 + 4096).contains(cut),
+                Region::BigMiddle => (13_500..88_500).contains(cut),
+                Region::BigEnd => (100_744..101_007).contains(cut),
+            };
+            assert!(ok, "{region:?} {cut}");
+        }
+    }
+
+    #[test]
+    fn table_and_json() {
+        let mut r = Row::new(ServerMode::Boundary, ClientKind::Naive);
+        r.add(&TrialOutcome {
+            class: TrialClass::SilentCorruption,
+            resumed: true,
+            renegotiated: false,
+            cut: 5,
+            detail: None,
+        });
+        let text = rows_json(std::slice::from_ref(&r));
+        assert_eq!(
+            text,
+            r#"{"rows":[{"server":"boundary","client":"naive","trials":1,"intact":0,"silent_corruption":1,"refused":0,"resumed":1,"renegotiated":0}]}"#
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["rows"][0]["silent_corruption"], 1);
+        assert!(table(&[r]).contains("boundary"));
+    }
+}

@@ -1,0 +1,88 @@
+//! `ssegate demo` through the built binary, small and fast: the JSON rows and the table.
+#![cfg(feature = "cli")]
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn demo(extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .args([
+            "demo",
+            "--trials",
+            "8",
+            "--size",
+            "65536",
+            "--reconnect-delay-ms",
+            "0",
+        ])
+        .args(extra)
+        .output()
+        .expect("run ssegate");
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn json_rows_have_the_documented_keys_in_order() {
+    let text = demo(&["--json"]);
+    assert_eq!(text.lines().count(), 1);
+    assert!(
+        text.starts_with(r#"{"rows":[{"server":"strict","client":"naive","trials":8,"intact":"#)
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10, "5 server modes x 2 clients");
+    for row in rows {
+        let keys: Vec<&str> = row
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys.len(), 8);
+        let n = |k: &str| row[k].as_u64().unwrap();
+        assert_eq!(n("trials"), 8);
+        assert_eq!(
+            n("intact") + n("silent_corruption") + n("refused"),
+            8,
+            "{row}"
+        );
+        if row["client"] == "guarded" {
+            assert_eq!(n("silent_corruption"), 0, "{row}");
+            assert_eq!(n("intact"), 8, "{row}");
+        }
+    }
+    let naive_corrupt = |server: &str| {
+        rows.iter()
+            .find(|r| r["server"] == server && r["client"] == "naive")
+            .unwrap()["silent_corruption"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(naive_corrupt("restart") > 0 && naive_corrupt("boundary") > 0);
+}
+
+#[test]
+fn table_and_conclusion() {
+    let text = demo(&[]);
+    let first = text.lines().next().unwrap();
+    for col in [
+        "server",
+        "client",
+        "trials",
+        "intact",
+        "silent corruption",
+        "refused",
+        "resumed",
+        "renegotiated",
+    ] {
+        assert!(first.contains(col), "{first}");
+    }
+    assert!(text.contains("boundary  guarded"), "{text}");
+    assert!(text.contains("never a corrupt one"), "{text}");
+}

@@ -1,0 +1,277 @@
+//! The guarded client against the loopback server in every resume mode, behind the fault-injecting
+//! proxy, over hundreds of random cuts: the exact result, or a typed refusal followed by a
+//! renegotiated retry that delivers it; never a corrupt result. The naive client, same cuts, does
+//! deliver corrupt results, so the fault injection is real.
+#![cfg(feature = "transport")]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use ssegate::client::{Client, ClientConfig, ClientError};
+use ssegate::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
+use ssegate::guard::Torn;
+use ssegate::server::{ServerConfig, ServerMode};
+
+const SIZE: usize = 128 << 10;
+const GUARDED_TRIALS: usize = 104;
+const NAIVE_TRIALS: usize = 24;
+const LIMIT: Duration = Duration::from_secs(240);
+
+fn config() -> DemoConfig {
+    let mut c = DemoConfig::default();
+    c.size(SIZE)
+        .seed(0xC0FFEE)
+        .reconnect_delay(Duration::ZERO)
+        .retry_ms(5)
+        .replay_timeout(Duration::from_millis(500))
+        .trial_timeout(Duration::from_secs(20));
+    c
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    intact_direct: usize,
+    resumed: usize,
+    renegotiated: usize,
+    regions: [usize; 4],
+}
+
+/// >= 100 guarded trials in one mode; every one must deliver the exact result.
+async fn guarded_mode(mode: ServerMode) -> Tally {
+    let harness = Harness::start(mode, &config()).await.unwrap();
+    let layout = *harness.layout();
+    assert!(layout.small_start < layout.big_start && layout.big_start < layout.big_end);
+    assert!(layout.big_end - layout.big_start > SIZE as u64);
+    let mut tally = Tally::default();
+    for (region, cut) in layout.plan(0x5EED ^ mode as u64, GUARDED_TRIALS) {
+        tally.regions[Region::ALL.iter().position(|r| *r == region).unwrap()] += 1;
+        let response = match harness.guarded_call(cut).await {
+            Ok(r) => r,
+            Err(e) => panic!("{mode} cut {cut} ({region:?}): the guarded client gave up: {e}"),
+        };
+        assert!(
+            response.message.data().eq_bytes(harness.expected()),
+            "{mode} cut {cut} ({region:?}): SILENT CORRUPTION: {} bytes delivered, outcome {:?}",
+            response.message.len(),
+            response.outcome
+        );
+        let o = &response.outcome;
+        // A refusal is always followed by a renegotiation, and each renegotiation by a refusal.
+        assert_eq!(
+            o.refusals.len() as u32,
+            o.renegotiations,
+            "{mode} cut {cut}: {o:?}"
+        );
+        assert_eq!(o.attempts, o.renegotiations + 1);
+        assert!(
+            o.renegotiations <= 1,
+            "one cut, one renegotiation at most: {o:?}"
+        );
+        if o.renegotiations > 0 {
+            tally.renegotiated += 1;
+        } else if o.resumes > 0 {
+            tally.resumed += 1;
+        } else {
+            tally.intact_direct += 1;
+        }
+    }
+    let proxy = harness.proxy().stats();
+    assert!(
+        proxy.cuts as usize >= GUARDED_TRIALS * 9 / 10,
+        "{mode}: cuts {proxy:?}"
+    );
+    assert_eq!(
+        harness.server().session_count(),
+        0,
+        "{mode}: every session was deleted"
+    );
+    harness.shutdown().await;
+    tally
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guarded_client_never_delivers_a_corrupt_result() {
+    tokio::time::timeout(LIMIT, async {
+        let tallies =
+            futures::future::join_all(ServerMode::ALL.into_iter().map(guarded_mode)).await;
+        for (mode, t) in ServerMode::ALL.into_iter().zip(&tallies) {
+            eprintln!("{mode}: {t:?}");
+            assert_eq!(t.intact_direct + t.resumed + t.renegotiated, GUARDED_TRIALS);
+            assert!(t.regions.iter().all(|&n| n >= GUARDED_TRIALS / 4));
+            match mode {
+                // Replays that continue the stream are taken in place.
+                ServerMode::Boundary | ServerMode::Resend => {
+                    assert!(t.resumed > GUARDED_TRIALS / 2, "{mode}: {t:?}")
+                }
+                // A stream the server cannot (or will not) continue is refused and re-issued.
+                ServerMode::Strict | ServerMode::Restart | ServerMode::Empty => {
+                    assert!(t.renegotiated > GUARDED_TRIALS / 2, "{mode}: {t:?}")
+                }
+            }
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn naive_client_corrupts_under_restart_and_boundary() {
+    tokio::time::timeout(LIMIT, async {
+        for mode in [ServerMode::Restart, ServerMode::Boundary] {
+            let harness = Harness::start(mode, &config()).await.unwrap();
+            let mut corrupt = 0;
+            for (region, cut) in harness.layout().plan(77, NAIVE_TRIALS) {
+                let t = harness.trial(ClientKind::Naive, cut).await;
+                if t.class == TrialClass::SilentCorruption {
+                    corrupt += 1;
+                }
+                // The same cut, guarded: never corrupt.
+                let g = harness.trial(ClientKind::Guarded, cut).await;
+                assert_eq!(
+                    g.class,
+                    TrialClass::Intact,
+                    "{mode} {region:?} {cut}: {g:?}"
+                );
+            }
+            eprintln!("{mode}: naive corrupted {corrupt} of {NAIVE_TRIALS}");
+            assert!(corrupt >= 1, "{mode}: the naive client never corrupted");
+            harness.shutdown().await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// A stream the guard refuses, on a request not marked retryable: a typed error, nothing delivered.
+#[tokio::test]
+async fn non_retryable_refusal_is_a_typed_error() {
+    tokio::time::timeout(LIMIT, async {
+        let harness = Harness::start(ServerMode::Restart, &config())
+            .await
+            .unwrap();
+        let layout = *harness.layout();
+        let mut cc = ClientConfig::default();
+        cc.replay_timeout(Duration::from_millis(500));
+        let mut client = Client::connect_addr(harness.proxy().addr(), cc)
+            .await
+            .unwrap();
+        let first_session = client.session_id().unwrap().to_owned();
+        harness.proxy().set_next_cut(ssegate::proxy::Cut::At(
+            (layout.big_start + layout.big_end) / 2,
+        ));
+        let err = client
+            .call_tool("big_result", json!({}), false)
+            .await
+            .unwrap_err();
+        let ClientError::Refused { error, attempts } = &err else {
+            panic!("expected a refusal, got {err}");
+        };
+        assert_eq!(*attempts, 1);
+        assert!(
+            matches!(error.kind, Torn::StreamRestarted { .. }),
+            "{error}"
+        );
+        assert!(error.must_renegotiate());
+        assert_eq!(error.cursor.as_deref(), Some(&b"1-3"[..]));
+        assert!(err.to_string().contains("restarted the stream"), "{err}");
+        assert_eq!(
+            client.session_id(),
+            Some(first_session.as_str()),
+            "no renegotiation"
+        );
+        client.close().await.unwrap();
+        harness.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// JSON answers (tools/list, unknown tool errors) and one-event SSE answers both come back as messages.
+#[tokio::test]
+async fn json_and_sse_answers_and_session_lifecycle() {
+    tokio::time::timeout(LIMIT, async {
+        for sse in [false, true] {
+            let mut sc = ServerConfig::default();
+            sc.result_size(1000).tools_list_sse(sse).retry_ms(5);
+            let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let mut client = Client::connect(&server.url(), ClientConfig::default())
+                .await
+                .unwrap();
+            assert_eq!(server.session_count(), 1);
+            let list = client.call("tools/list", json!({}), true).await.unwrap();
+            let v: Value = list.message.deserialize().unwrap();
+            assert_eq!(v["result"]["tools"][0]["name"], "big_result");
+            assert_eq!(list.outcome.resumes, 0);
+            let big = client
+                .call_tool("big_result", json!({"size": 1000, "seed": 3}), true)
+                .await
+                .unwrap();
+            let expected = ssegate::server::expected_result(&json!(2), 1000, 3);
+            assert!(big.message.data().eq_bytes(&expected));
+            assert_eq!(
+                big.outcome.other_messages, 3,
+                "three progress notifications"
+            );
+            let unknown = client.call_tool("nope", json!({}), true).await.unwrap();
+            let v: Value = unknown.message.deserialize().unwrap();
+            assert_eq!(v["error"]["code"], -32602);
+            client.close().await.unwrap();
+            assert_eq!(server.session_count(), 0);
+            server.shutdown().await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// Ends `session` on the server behind the client's back, as a server restart or an idle timeout does.
+async fn expire(addr: std::net::SocketAddr, session: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).await.unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 2"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+/// A request on an expired session (404 on the POST itself) renegotiates when it is retryable and
+/// is a typed `SessionExpired` refusal when it is not.
+#[tokio::test]
+async fn expired_session_on_post_renegotiates_when_retryable() {
+    tokio::time::timeout(LIMIT, async {
+        let mut sc = ServerConfig::default();
+        sc.result_size(1000).retry_ms(5);
+        let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let mut client = Client::connect(&server.url(), ClientConfig::default())
+            .await
+            .unwrap();
+
+        expire(server.addr(), client.session_id().unwrap()).await;
+        let err = client
+            .call("tools/list", json!({}), false)
+            .await
+            .unwrap_err();
+        let refusal = err.refusal().expect("a typed refusal");
+        assert!(matches!(refusal.kind, Torn::SessionExpired), "{err}");
+        assert!(refusal.must_renegotiate());
+
+        // The session is still the expired one: the retryable call renegotiates.
+        let opened = client.sessions_opened();
+        let list = client.call("tools/list", json!({}), true).await.unwrap();
+        assert_eq!(list.outcome.renegotiations, 1);
+        assert_eq!(client.sessions_opened(), opened + 1);
+        let v: Value = list.message.deserialize().unwrap();
+        assert_eq!(v["result"]["tools"][0]["name"], "big_result");
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
