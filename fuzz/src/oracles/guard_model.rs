@@ -312,11 +312,12 @@ fn play(s: &Scenario, original: &[Ev]) -> Outcome {
             out.refused = true;
             return out;
         }
-        if r.server == Server::KeepAlive && guard.outstanding().contains(&RpcId::Number(1)) {
-            if guard.on_replay_timeout(guard.replay_timeout()).is_err() {
-                out.refused = true;
-                return out;
-            }
+        if r.server == Server::KeepAlive
+            && guard.outstanding().contains(&RpcId::Number(1))
+            && guard.on_replay_timeout(guard.replay_timeout()).is_err()
+        {
+            out.refused = true;
+            return out;
         }
     }
     unreachable!()
