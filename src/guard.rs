@@ -494,20 +494,28 @@ enum Phase {
 }
 
 /// Recent event ids with their content hash, bounded.
+///
+/// Keyed by a hash of the id rather than the id itself: an id is a slice of its input chunk, and
+/// holding thousands of them would keep thousands of chunks alive.
 #[derive(Debug, Default)]
 struct Window {
-    order: VecDeque<Bytes>,
-    hashes: HashMap<Bytes, u64>,
+    order: VecDeque<u64>,
+    hashes: HashMap<u64, u64>,
+}
+
+fn id_key(id: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id)
 }
 
 impl Window {
-    fn get(&self, id: &Bytes) -> Option<u64> {
-        self.hashes.get(id).copied()
+    fn get(&self, id: &[u8]) -> Option<u64> {
+        self.hashes.get(&id_key(id)).copied()
     }
 
-    fn insert(&mut self, id: Bytes, hash: u64, cap: usize) {
-        if self.hashes.insert(id.clone(), hash).is_none() {
-            self.order.push_back(id);
+    fn insert(&mut self, id: &[u8], hash: u64, cap: usize) {
+        let key = id_key(id);
+        if self.hashes.insert(key, hash).is_none() {
+            self.order.push_back(key);
             while self.order.len() > cap {
                 if let Some(old) = self.order.pop_front() {
                     self.hashes.remove(&old);
@@ -825,7 +833,7 @@ impl Guard {
 
     fn remember(&mut self, own_id: Option<Bytes>, hash: u64) {
         if let Some(id) = own_id {
-            self.recent.insert(id.clone(), hash, self.config.window);
+            self.recent.insert(&id, hash, self.config.window);
             self.cursor = Some(id);
         }
     }

@@ -602,3 +602,53 @@ fn refusals_say_what_to_do_and_carry_the_numbers() {
     assert!(guard.failure().is_none() && guard.cursor().is_none());
     assert_eq!(guard.outstanding(), [RpcId::Number(1)]);
 }
+
+#[test]
+fn the_replay_window_does_not_keep_input_chunks_alive() {
+    // Ids are slices of their chunks; the dedup window must not hold thousands of chunks.
+    let chunks: Vec<Bytes> = (0..200)
+        .map(|i| Bytes::from(ev(&i.to_string(), PROGRESS).into_bytes()))
+        .collect();
+    let mut decoder = ssegate::sse::Decoder::new();
+    let mut guard = Guard::new();
+    for chunk in &chunks {
+        decoder.feed(chunk.clone());
+        while let Some(event) = decoder.next_event() {
+            let decision = guard.on_event(event.unwrap()).unwrap();
+            assert!(matches!(decision, Decision::Deliver(_)));
+        }
+    }
+    // Only the newest chunks (the cursor, the decoder's last id) may still be referenced.
+    let pinned = chunks.iter().filter(|c| !c.is_unique()).count();
+    assert!(pinned <= 2, "{pinned} chunks still referenced");
+    // ... and the window still knows every id.
+    decoder.feed(chunks[3].clone());
+    let replay = guard
+        .on_event(decoder.next_event().unwrap().unwrap())
+        .unwrap();
+    assert!(matches!(replay, Decision::Skip(Skip::ExactReplay { .. })));
+}
+
+#[test]
+fn the_replay_window_is_bounded_and_configurable() {
+    let p = |n: u32| PROGRESS.replace("\"progress\":1", &format!("\"progress\":{n}"));
+    let stream = ev("1", &p(1)) + &ev("2", &p(2)) + &ev("3", &p(3));
+    // A window of 2 ids: a replay of id 3 is recognised, a replay of id 1 is not and is refused
+    // (its content can no longer be compared), never delivered again.
+    for (replayed, want) in [("3", "skip-replay 3"), ("1", "err StreamRestarted")] {
+        let n: u32 = replayed.parse().unwrap();
+        let capture = stream.clone() + &ev(replayed, &p(n));
+        let mut guard = Config::default().window(2).build();
+        let mut out = Vec::new();
+        check(&split_capture(&Bytes::from(capture)), &mut guard, |s| {
+            out.push(render(s))
+        });
+        assert_eq!(out[3], want);
+    }
+    // The default window remembers all of them.
+    let capture = stream + &ev("1", &p(1));
+    assert_eq!(
+        run_with(&capture, Policy::Verified, false)[3],
+        "skip-replay 1"
+    );
+}

@@ -1,0 +1,76 @@
+//! `ssegate check` through the built binary: one line per step, a summary, exit status 1 on refusal.
+#![cfg(feature = "cli")]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn check(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .arg("check")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ssegate");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+const FIRST: &str = "id: s1-0\nretry: 500\ndata:\n\nid: s1-1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\nid: s1-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"te";
+
+#[test]
+fn a_verified_resume_is_reported_step_by_step_and_exits_zero() {
+    let capture = format!(
+        "{FIRST}\n#--ssegate-reconnect status=200\nid: s1-2\ndata: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"content\":[]}}}}\n\n"
+    );
+    let out = check(&["--request-id", "1"], capture.as_bytes());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 7, "{stdout}");
+    assert!(lines[0].contains("id=\"s1-0\"") && lines[0].ends_with("cursor := \"s1-0\""));
+    assert!(lines[1].contains("verdict=complete -> deliver (Notification)"));
+    assert!(
+        lines[2].contains("cut inside an event")
+            && lines[2].contains("resume from \"s1-1\" after 500 ms")
+    );
+    assert!(lines[3].starts_with("reconnect 200"));
+    assert!(lines[4].contains("deliver (Response 1)"));
+    assert_eq!(
+        lines[6],
+        "summary: connections=2 events=3 messages=2 bytes=123 skipped=0 errors=0 unanswered=0"
+    );
+}
+
+#[test]
+fn the_appended_replay_and_a_409_are_refused_with_exit_one() {
+    // A capture of what an appending client would have assembled: a prefix, then the whole event.
+    let appended = "id: 9\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"text\":\"abc{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"text\":\"abcdef\"}}\n\n";
+    let out = check(&[], appended.as_bytes());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("verdict=") && stdout.contains("REFUSE"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("errors=1"), "{stdout}");
+
+    let capture = format!("{FIRST}\n#--ssegate-reconnect status=409 retry-after=2\n");
+    let out = check(&["--request-id", "1"], capture.as_bytes());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("reconnect 409") && stdout.contains("retry after 2000 ms"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("outstanding requests [1]"), "{stdout}");
+
+    let out = check(
+        &["--policy", "strict", "--request-id", "1"],
+        FIRST.as_bytes(),
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("strict policy refuses"), "{stdout}");
+}
