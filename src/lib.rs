@@ -8,6 +8,9 @@ pub mod guard;
 pub mod message;
 pub mod replay;
 pub mod sse;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
 
 #[cfg(feature = "transport")]
 pub mod client;

@@ -1,0 +1,127 @@
+//! Inputs and decoders shared by the `decode` and `alloc` benches: MCP-shaped SSE inputs, and
+//! ssegate plus every peer crate as one function from owned chunks to an event count.
+#![allow(dead_code)]
+
+use std::hint::black_box;
+use std::io;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::executor::block_on;
+use ssegate::sse::Decoder;
+
+/// A tool result as MCP servers send it: one JSON-RPC response on one `data:` line, its text a
+/// JSON string of prose with escapes.
+pub(crate) fn big_event(size: usize) -> Vec<u8> {
+    let mut text = String::new();
+    let prose = "The quick brown fox jumps over the lazy dog; \\\"quoted\\\" text, a path C:\\\\tmp\\\\x, \
+                 numbers 12345.678 and a line break\\n. ";
+    while text.len() < size {
+        text.push_str(prose);
+    }
+    text.truncate(size);
+    format!(
+        "id: 17\ndata: {{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":false}}}}\n\n"
+    )
+    .into_bytes()
+}
+
+/// One JSON-RPC result whose bulk is a structure-dense array of small objects (~4 MiB), on one
+/// `data:` line.
+pub(crate) fn dense_event(size: usize) -> Vec<u8> {
+    let mut out = b"id: 18\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"rows\":[".to_vec();
+    let mut i = 0u64;
+    while out.len() < size {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(
+            format!(
+                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
+                i % 1000,
+                i % 7,
+                i % 13
+            )
+            .as_bytes(),
+        );
+        i += 1;
+    }
+    out.extend_from_slice(b"]}}\n\n");
+    out
+}
+
+/// `n` progress notifications with ids, ~200 bytes each.
+pub(crate) fn progress_events(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        out.push_str(&format!(
+            "id: {i}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"req-42\",\"progress\":{i},\"total\":{n},\"message\":\"Processing item {i} of {n}\"}}}}\n\n"
+        ));
+    }
+    out.into_bytes()
+}
+
+pub(crate) fn slices(input: &Bytes, size: usize) -> Vec<Bytes> {
+    (0..input.len())
+        .step_by(size)
+        .map(|at| input.slice(at..(at + size).min(input.len())))
+        .collect()
+}
+
+fn decode_all(chunks: Vec<Bytes>) -> usize {
+    let mut d = Decoder::new();
+    let mut n = 0;
+    for c in chunks {
+        d.feed(c);
+        while let Some(r) = d.next_event() {
+            black_box(&r);
+            n += 1;
+        }
+    }
+    n
+}
+
+type Chunks = futures::stream::Iter<std::vec::IntoIter<Result<Bytes, io::Error>>>;
+
+fn source(chunks: Vec<Bytes>) -> Chunks {
+    let items: Vec<Result<Bytes, io::Error>> = chunks.into_iter().map(Ok).collect();
+    futures::stream::iter(items)
+}
+
+/// Drains `stream`, counting the `Ok` items (every peer yields `Result<Event, _>`).
+fn drain<S, T, E>(stream: S) -> usize
+where
+    S: futures::Stream<Item = Result<T, E>>,
+    E: std::fmt::Debug,
+{
+    block_on(async move {
+        let mut stream = std::pin::pin!(stream);
+        let mut n = 0;
+        while let Some(item) = stream.next().await {
+            black_box(&item.expect("peer decodes the input"));
+            n += 1;
+        }
+        n
+    })
+}
+
+/// One decoder, as a function from owned chunks to the number of events.
+pub(crate) type Run = fn(Vec<Bytes>) -> usize;
+
+/// ssegate and every peer, by bench id.
+pub(crate) const DECODERS: [(&str, Run); 6] = [
+    ("ssegate", decode_all),
+    ("ssegate_stream", |c| {
+        drain(ssegate::sse::EventStream::new(source(c)))
+    }),
+    ("sse-stream_0.3", |c| {
+        drain(sse_stream::SseByteStream::new(source(c)))
+    }),
+    ("sse-stream_0.2", |c| {
+        drain(sse_stream_02::SseStream::from_bytes_stream(source(c)))
+    }),
+    ("sseer", |c| drain(sseer::EventStream::new(source(c)))),
+    ("eventsource-stream", |c| {
+        drain(eventsource_stream::EventStream::new(source(c)))
+    }),
+];

@@ -1,0 +1,128 @@
+//! The JSON side: the completeness gate against `memcpy`, `serde_json` and `simd_json` full parses,
+//! and the naive client that re-parses its accumulated buffer on every chunk, one criterion group
+//! per input: a prose-heavy 4 MiB tool result and a 4 MiB structure-dense message.
+//!
+//! `cargo bench --bench json -- --warm-up-time 1 --measurement-time 2`
+//!
+//! The naive client is quadratic in the message size, so it runs on a 256 KiB message of the same
+//! shape (`naive_reparse_per_16k_chunk_256KiB`, its own throughput) so that the bench finishes; at
+//! 4 MiB it would be another ~16x slower per byte.
+
+use std::hint::black_box;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use ssegate::gate::{Gate, Verdict};
+
+const SIZE: usize = 4 << 20;
+const CHUNK: usize = 16 << 10;
+
+/// A JSON-RPC tool result whose bulk is one long text string with escapes and some non-ASCII.
+fn prose(size: usize) -> Vec<u8> {
+    let mut text = String::with_capacity(size);
+    let mut i = 0u64;
+    while text.len() < size.saturating_sub(200) {
+        text.push_str(&format!(
+            "Paragraph {i}: the server said \"resume from here\" and the client\tappended the replay \
+             onto a partial event, so the JSON looked complete but was not — a path like C:\\tmp\\x.\n"
+        ));
+        i += 1;
+    }
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// A JSON-RPC result whose bulk is a structure-dense array of small objects and numbers.
+fn dense(size: usize) -> Vec<u8> {
+    let mut out = br#"{"jsonrpc":"2.0","id":4,"result":{"rows":["#.to_vec();
+    let mut i = 0u64;
+    while out.len() < size.saturating_sub(200) {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(
+            format!(
+                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
+                i % 1000,
+                i % 7,
+                i % 13
+            )
+            .as_bytes(),
+        );
+        i += 1;
+    }
+    out.extend_from_slice(b"]}}");
+    out
+}
+
+/// The naive client: append each chunk, try a full parse, until one succeeds.
+fn naive_reparse(json: &[u8]) -> usize {
+    let mut buf = Vec::new();
+    let mut attempts = 0;
+    for chunk in json.chunks(CHUNK) {
+        buf.extend_from_slice(chunk);
+        attempts += 1;
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&buf) {
+            black_box(&v);
+            return attempts;
+        }
+    }
+    panic!("the message never parsed");
+}
+
+fn group(c: &mut Criterion, name: &str, make: fn(usize) -> Vec<u8>) {
+    let json = make(SIZE);
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(json.len() as u64));
+    g.sample_size(10);
+
+    let mut dst = vec![0u8; json.len()];
+    g.bench_function("memcpy", |b| {
+        b.iter(|| {
+            dst.copy_from_slice(black_box(&json));
+            black_box(&dst);
+        })
+    });
+
+    let mut gate = Gate::new();
+    g.bench_function("ssegate_gate", |b| {
+        b.iter(|| {
+            gate.reset();
+            for chunk in black_box(&json).chunks(CHUNK) {
+                gate.feed(chunk);
+            }
+            assert_eq!(gate.verdict(), Verdict::Complete);
+        })
+    });
+
+    g.bench_function("serde_json_value", |b| {
+        b.iter(|| black_box(serde_json::from_slice::<serde_json::Value>(black_box(&json)).unwrap()))
+    });
+
+    let mut buffers = simd_json::Buffers::new(json.len());
+    g.bench_function("simd_json_borrowed", |b| {
+        b.iter_batched_ref(
+            || json.clone(),
+            |input| {
+                let v = simd_json::to_borrowed_value_with_buffers(input, &mut buffers).unwrap();
+                black_box(&v);
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
+    let small = make(256 << 10);
+    assert!(naive_reparse(&small) > 1);
+    g.throughput(Throughput::Bytes(small.len() as u64));
+    g.bench_function("naive_reparse_per_16k_chunk_256KiB", |b| {
+        b.iter(|| black_box(naive_reparse(black_box(&small))))
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    group(c, "json_prose_4mib", prose);
+    group(c, "json_dense_4mib", dense);
+}
+
+criterion_group!(json, benches);
+criterion_main!(json);

@@ -1,0 +1,59 @@
+//! Replays every input under `tests/regression/<target>/` through the oracle of the fuzz target of
+//! the same name: the oracles are `fuzz/src/oracles/`, compiled into this test, so a crash found by
+//! `cargo fuzz` and copied here fails `cargo test` exactly as it failed the fuzzer (and passes once
+//! fixed). The directories also hold seed inputs that exercise edge cases. Needs `--features testing`
+//! (the SSE reference decoder); `cargo test --all-features` has it.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+#[path = "../fuzz/src/oracles/mod.rs"]
+mod oracles;
+
+fn replay(target: &str, oracle: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/regression")
+        .join(target);
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no inputs in {}", dir.display());
+    let failed: Vec<String> = names
+        .iter()
+        .filter(|path| {
+            let data = std::fs::read(path).expect("readable input");
+            catch_unwind(AssertUnwindSafe(|| oracle(&data))).is_err()
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} {target} inputs fail their oracle:\n{}",
+        failed.len(),
+        names.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn sse_chunking() {
+    replay("sse_chunking", oracles::sse_chunking);
+}
+
+#[test]
+fn gate_differential() {
+    replay("gate_differential", oracles::gate_differential);
+}
+
+#[test]
+fn guard_model() {
+    replay("guard_model", oracles::guard_model);
+}
+
+#[test]
+fn replay_buffer() {
+    replay("replay_buffer", oracles::replay_buffer);
+}
