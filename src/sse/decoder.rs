@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::OnceLock;
 
 use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
@@ -81,12 +82,14 @@ impl Config {
             has_data: false,
             event_type: None,
             own_id: None,
+            has_own_id: false,
             block_retry: None,
             field: SmallVec::new(),
             field_len: 0,
             retry_value: 0,
             retry_valid: true,
-            last_event_id: Bytes::new(),
+            last_id: Id::Held(Bytes::new()),
+            last_id_cache: OnceLock::new(),
             retry: None,
         }
     }
@@ -192,6 +195,42 @@ enum Field {
     Retry,
 }
 
+/// An `id` value: `cur[start..end]` while the decoder is still in that chunk, or its own [`Bytes`].
+///
+/// The range form exists because the chunk already holds a refcount: an id that is committed and
+/// replaced inside one chunk (the common case: one id per small event) is never sliced for the
+/// decoder's own bookkeeping, only once for the event that carries it.
+#[derive(Clone, Debug)]
+enum Id {
+    Cur { start: usize, end: usize },
+    Held(Bytes),
+}
+
+impl Id {
+    #[inline]
+    fn get(&self, cur: &Bytes) -> Bytes {
+        match self {
+            Id::Cur { start, end } => cur.slice(*start..*end),
+            Id::Held(b) => b.clone(),
+        }
+    }
+
+    /// Makes the value independent of the chunk `cur`, which is about to be left.
+    #[inline]
+    fn detach(&mut self, cur: &Bytes) {
+        if let Id::Cur { start, end } = *self {
+            *self = Id::Held(cur.slice(start..end));
+        }
+    }
+}
+
+/// Where [`Decoder::scan`] stopped before the end of the chunk.
+enum Stop {
+    /// A blank line dispatched the open block: [`Decoder::take_event`] builds the event.
+    Event,
+    Error(DecodeError),
+}
+
 /// Incremental, zero-copy SSE decoder (WHATWG "interpreting an event stream").
 ///
 /// ```
@@ -236,7 +275,9 @@ pub struct Decoder {
     data: Data,
     has_data: bool,
     event_type: Option<Bytes>,
-    own_id: Option<Bytes>,
+    own_id: Option<Id>,
+    /// Whether the block being dispatched had its own `id` (set by `blank_line`).
+    has_own_id: bool,
     block_retry: Option<u64>,
     /// Pieces of an `id` / `event` value that spans chunks.
     field: SmallVec<[Bytes; 2]>,
@@ -245,7 +286,11 @@ pub struct Decoder {
     retry_value: u64,
     retry_valid: bool,
     // Persists across connections.
-    last_event_id: Bytes,
+    /// The committed last event id. While it lies in `cur` it is a range, so that committing an id
+    /// costs no refcount operation; it is sliced out when the decoder leaves the chunk.
+    last_id: Id,
+    /// `last_id` sliced out for [`Decoder::last_event_id`], which only has `&self`.
+    last_id_cache: OnceLock<Bytes>,
     retry: Option<u64>,
 }
 
@@ -278,6 +323,7 @@ impl Decoder {
         loop {
             if self.pos >= self.cur.len() {
                 let next = self.queue.pop_front()?;
+                self.leave_chunk();
                 self.chunk_base += self.cur.len() as u64;
                 self.cur = next;
                 self.pos = 0;
@@ -300,9 +346,38 @@ impl Decoder {
             let cur = std::mem::take(&mut self.cur);
             let r = self.scan(&cur);
             self.cur = cur;
-            if r.is_some() {
-                return r;
+            // The event is built here, in the caller's slot, rather than moved out of `scan`.
+            match r {
+                None => {}
+                Some(Stop::Event) => return Some(Ok(self.take_event())),
+                Some(Stop::Error(e)) => return Some(Err(e)),
             }
+        }
+    }
+
+    /// Slices out the ids that are still ranges of `cur`: the decoder is about to drop it.
+    #[inline]
+    fn leave_chunk(&mut self) {
+        if let Id::Cur { start, end } = self.last_id {
+            self.last_id = Id::Held(match self.last_id_cache.take() {
+                Some(b) => b,
+                None => self.cur.slice(start..end),
+            });
+        }
+        if let Some(id) = &mut self.own_id {
+            id.detach(&self.cur);
+        }
+    }
+
+    /// The dispatched event, from the block state [`Decoder::blank_line`] left.
+    #[inline]
+    fn take_event(&mut self) -> Event {
+        Event {
+            event: self.event_type.take(),
+            data: std::mem::take(&mut self.data),
+            id: self.last_id.get(&self.cur),
+            has_own_id: std::mem::take(&mut self.has_own_id),
+            retry: self.block_retry.take(),
         }
     }
 
@@ -323,10 +398,11 @@ impl Decoder {
             _ if self.open => Some(PartialEvent {
                 bytes: self.offset() - self.block_start,
                 data_len: self.data.len() as u64,
-                id: self.own_id.clone(),
+                id: self.own_id.as_ref().map(|id| id.get(&self.cur)),
             }),
             _ => None,
         };
+        self.leave_chunk();
         self.queue.clear();
         self.cur = Bytes::new();
         self.pos = 0;
@@ -342,7 +418,12 @@ impl Decoder {
 
     /// The committed last event id: set by the `id` field of a block that ended with a blank line.
     pub fn last_event_id(&self) -> &Bytes {
-        &self.last_event_id
+        match &self.last_id {
+            Id::Held(b) => b,
+            Id::Cur { start, end } => self
+                .last_id_cache
+                .get_or_init(|| self.cur.slice(*start..*end)),
+        }
     }
 
     /// The reconnection time, in milliseconds, from the last valid `retry` field.
@@ -375,7 +456,7 @@ impl Decoder {
 
     /// Scans `cur` from `self.pos`; returns at the first event or error, or at the chunk's end.
     #[inline]
-    fn scan(&mut self, cur: &Bytes) -> Option<Result<Event, DecodeError>> {
+    fn scan(&mut self, cur: &Bytes) -> Option<Stop> {
         let buf: &[u8] = cur;
         let len = buf.len();
         while self.pos < len {
@@ -384,8 +465,8 @@ impl Decoder {
                     let b = buf[self.pos];
                     if b == b'\n' || b == b'\r' {
                         self.line_end(buf);
-                        if let Some(ev) = self.blank_line() {
-                            return Some(Ok(ev));
+                        if self.blank_line() {
+                            return Some(Stop::Event);
                         }
                         continue;
                     }
@@ -410,7 +491,7 @@ impl Decoder {
                             if let Err(e) = r {
                                 self.enter_discard();
                                 self.state = State::LineStart;
-                                return Some(Err(e));
+                                return Some(Stop::Error(e));
                             }
                         }
                         None => {
@@ -426,7 +507,7 @@ impl Decoder {
                 }
                 State::Name => {
                     if let Err(e) = self.scan_name(buf) {
-                        return Some(Err(e));
+                        return Some(Stop::Error(e));
                     }
                 }
                 State::Space(field) => {
@@ -446,7 +527,7 @@ impl Decoder {
                         if found.is_some() {
                             self.line_end(buf);
                         }
-                        return Some(Err(e));
+                        return Some(Stop::Error(e));
                     }
                     if found.is_some() {
                         self.line_end(buf);
@@ -466,7 +547,7 @@ impl Decoder {
                         if found.is_some() {
                             self.line_end(buf);
                         }
-                        return Some(Err(e));
+                        return Some(Stop::Error(e));
                     }
                     if found.is_some() {
                         self.line_end(buf);
@@ -663,12 +744,12 @@ impl Decoder {
                     ));
                 }
                 if complete && self.field.is_empty() {
-                    let value = if n > 0 {
-                        cur.slice(start..end)
-                    } else {
-                        Bytes::new()
-                    };
-                    self.apply(field, value);
+                    match field {
+                        Field::Id => self.set_own_id(&cur[start..end], Id::Cur { start, end }),
+                        _ => {
+                            self.event_type = (n > 0).then(|| cur.slice(start..end));
+                        }
+                    }
                 } else {
                     if n > 0 {
                         self.field_len += n;
@@ -680,7 +761,14 @@ impl Decoder {
                             value.extend_from_slice(&piece);
                         }
                         self.field_len = 0;
-                        self.apply(field, value.freeze());
+                        let value = value.freeze();
+                        match field {
+                            Field::Id => {
+                                let id = Id::Held(value.clone());
+                                self.set_own_id(&value, id);
+                            }
+                            _ => self.event_type = (!value.is_empty()).then_some(value),
+                        }
                     }
                 }
             }
@@ -714,21 +802,22 @@ impl Decoder {
         Ok(())
     }
 
-    fn apply(&mut self, field: Field, value: Bytes) {
-        match field {
-            Field::Event => self.event_type = if value.is_empty() { None } else { Some(value) },
-            Field::Id => {
-                // Ids are short: a plain loop beats a call into memchr.
-                let has_nul = if value.len() < 64 {
-                    value.contains(&0)
-                } else {
-                    memchr::memchr(0, &value).is_some()
-                };
-                if !has_nul {
-                    self.own_id = Some(value);
-                }
-            }
-            Field::Data | Field::Retry => {}
+    /// A complete `id` value (`value` is its bytes, `id` where they are): WHATWG ignores an id
+    /// that contains NUL.
+    #[inline]
+    fn set_own_id(&mut self, value: &[u8], id: Id) {
+        // Ids are short: a plain loop beats a call into memchr.
+        let has_nul = if value.len() < 64 {
+            value.contains(&0)
+        } else {
+            memchr::memchr(0, value).is_some()
+        };
+        if !has_nul {
+            self.own_id = Some(if value.is_empty() {
+                Id::Held(Bytes::new())
+            } else {
+                id
+            });
         }
     }
 
@@ -750,18 +839,22 @@ impl Decoder {
         self.state = State::LineStart;
     }
 
-    /// A blank line: commits the id, dispatches the block if it has data.
+    /// A blank line: commits the id; `true` when the block has data and is to be dispatched
+    /// ([`Decoder::take_event`]).
     #[inline]
-    fn blank_line(&mut self) -> Option<Event> {
+    fn blank_line(&mut self) -> bool {
         self.open = false;
         if self.discard {
             self.discard = false;
             self.reset_block();
-            return None;
+            return false;
         }
-        let has_own_id = match self.own_id.take() {
+        self.has_own_id = match self.own_id.take() {
             Some(id) => {
-                self.last_event_id = id;
+                self.last_id = id;
+                if self.last_id_cache.get().is_some() {
+                    self.last_id_cache = OnceLock::new();
+                }
                 true
             }
             None => false,
@@ -769,16 +862,10 @@ impl Decoder {
         if !self.has_data {
             self.event_type = None;
             self.block_retry = None;
-            return None;
+            return false;
         }
         self.has_data = false;
-        Some(Event {
-            event: self.event_type.take(),
-            data: std::mem::take(&mut self.data),
-            id: self.last_event_id.clone(),
-            has_own_id,
-            retry: self.block_retry.take(),
-        })
+        true
     }
 
     /// After a limit error: drop the block, uncommitted id included, and skip to the next blank line.
