@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use bytes::{Bytes, BytesMut};
@@ -80,6 +81,7 @@ impl Config {
             discard: false,
             data: Data::new(),
             has_data: false,
+            tail: 0..0,
             event_type: None,
             own_id: None,
             has_own_id: false,
@@ -274,6 +276,9 @@ pub struct Decoder {
     // The open block.
     data: Data,
     has_data: bool,
+    /// The last data segment, still a range of `cur`: slicing it is put off until another segment
+    /// follows, the chunk is left, or the event is built (then straight into the event).
+    tail: Range<usize>,
     event_type: Option<Bytes>,
     own_id: Option<Id>,
     /// Whether the block being dispatched had its own `id` (set by `blank_line`).
@@ -367,6 +372,43 @@ impl Decoder {
         if let Some(id) = &mut self.own_id {
             id.detach(&self.cur);
         }
+        if !self.tail.is_empty() {
+            let tail = std::mem::replace(&mut self.tail, 0..0);
+            self.data.push(self.cur.slice(tail));
+        }
+    }
+
+    /// The open block's data, `tail` included, leaving an empty rope.
+    #[inline]
+    fn take_data(&mut self) -> Data {
+        let tail = std::mem::replace(&mut self.tail, 0..0);
+        if self.data.is_empty() {
+            // One segment (the common case): built in place, the rope in `self` untouched.
+            return if tail.is_empty() {
+                Data::new()
+            } else {
+                Data::from(self.cur.slice(tail))
+            };
+        }
+        if !tail.is_empty() {
+            self.data.push(self.cur.slice(tail));
+        }
+        std::mem::take(&mut self.data)
+    }
+
+    /// Moves `tail` into the rope, sliced out of `cur`.
+    #[inline]
+    fn flush_tail(&mut self, cur: &Bytes) {
+        if !self.tail.is_empty() {
+            let tail = std::mem::replace(&mut self.tail, 0..0);
+            self.data.push(cur.slice(tail));
+        }
+    }
+
+    /// Data bytes of the open block.
+    #[inline]
+    fn data_len(&self) -> usize {
+        self.data.len() + self.tail.len()
     }
 
     /// The dispatched event, from the block state [`Decoder::blank_line`] left.
@@ -374,7 +416,7 @@ impl Decoder {
     fn take_event(&mut self) -> Event {
         Event {
             event: self.event_type.take(),
-            data: std::mem::take(&mut self.data),
+            data: self.take_data(),
             id: self.last_id.get(&self.cur),
             has_own_id: std::mem::take(&mut self.has_own_id),
             retry: self.block_retry.take(),
@@ -397,7 +439,7 @@ impl Decoder {
             }),
             _ if self.open => Some(PartialEvent {
                 bytes: self.offset() - self.block_start,
-                data_len: self.data.len() as u64,
+                data_len: self.data_len() as u64,
                 id: self.own_id.as_ref().map(|id| id.get(&self.cur)),
             }),
             _ => None,
@@ -440,11 +482,12 @@ impl Decoder {
     /// chunks queued by [`Decoder::feed`]. Never more than the limits allow.
     #[doc(hidden)]
     pub fn held_bytes(&self) -> usize {
-        self.data.len() + self.field_len + usize::from(self.name_len)
+        self.data_len() + self.field_len + usize::from(self.name_len)
     }
 
     fn reset_block(&mut self) {
         self.data = Data::new();
+        self.tail = 0..0;
         self.has_data = false;
         self.event_type = None;
         self.own_id = None;
@@ -506,7 +549,7 @@ impl Decoder {
                     }
                 }
                 State::Name => {
-                    if let Err(e) = self.scan_name(buf) {
+                    if let Err(e) = self.scan_name(cur) {
                         return Some(Stop::Error(e));
                     }
                 }
@@ -597,7 +640,7 @@ impl Decoder {
             return true;
         }
         if self.chunk_base + len as u64 - self.line_start > self.config.max_line as u64
-            || self.data.len() + len > self.config.max_event
+            || self.data_len() + len > self.config.max_event
         {
             // Let the scanner report the error.
             self.eol_known = Some(len);
@@ -637,12 +680,13 @@ impl Decoder {
         } else {
             value_start
         };
-        self.begin_field(field)?;
+        self.begin_field(cur, field)?;
         self.value_piece(field, cur, value_start, eol, true)
     }
 
     /// Reads field-name bytes (at most `NAME_MAX + 1`, carried across chunks).
-    fn scan_name(&mut self, buf: &[u8]) -> Result<(), DecodeError> {
+    fn scan_name(&mut self, cur: &Bytes) -> Result<(), DecodeError> {
+        let buf: &[u8] = cur;
         while self.pos < buf.len() {
             let c = buf[self.pos];
             if c == b':' || c == b'\n' || c == b'\r' {
@@ -665,7 +709,7 @@ impl Decoder {
                     // No colon: the value is empty; `Value` finds the line end right here.
                     self.state = State::Value(field);
                 }
-                return self.begin_field(field);
+                return self.begin_field(cur, field);
             }
             if usize::from(self.name_len) == NAME_MAX {
                 self.name_len = 0;
@@ -679,17 +723,18 @@ impl Decoder {
         Ok(())
     }
 
-    fn begin_field(&mut self, field: Field) -> Result<(), DecodeError> {
+    fn begin_field(&mut self, cur: &Bytes, field: Field) -> Result<(), DecodeError> {
         match field {
             Field::Data => {
                 if self.has_data {
-                    if self.data.len() + 1 > self.config.max_event {
+                    if self.data_len() + 1 > self.config.max_event {
                         let e =
                             DecodeError::event_too_large(self.config.max_event, self.line_start);
                         self.enter_discard();
                         self.state = State::Skip;
                         return Err(e);
                     }
+                    self.flush_tail(cur);
                     self.data.push(LF);
                 }
                 self.has_data = true;
@@ -727,13 +772,14 @@ impl Decoder {
         match field {
             Field::Data => {
                 if n > 0 {
-                    if self.data.len() + n > self.config.max_event {
+                    if self.data_len() + n > self.config.max_event {
                         return Err(DecodeError::event_too_large(
                             self.config.max_event,
                             self.line_start,
                         ));
                     }
-                    self.data.push(cur.slice(start..end));
+                    self.flush_tail(cur);
+                    self.tail = start..end;
                 }
             }
             Field::Event | Field::Id => {
@@ -745,7 +791,15 @@ impl Decoder {
                 }
                 if complete && self.field.is_empty() {
                     match field {
-                        Field::Id => self.set_own_id(&cur[start..end], Id::Cur { start, end }),
+                        Field::Id => {
+                            if Self::valid_id(&cur[start..end]) {
+                                self.own_id = Some(if n == 0 {
+                                    Id::Held(Bytes::new())
+                                } else {
+                                    Id::Cur { start, end }
+                                });
+                            }
+                        }
                         _ => {
                             self.event_type = (n > 0).then(|| cur.slice(start..end));
                         }
@@ -764,8 +818,9 @@ impl Decoder {
                         let value = value.freeze();
                         match field {
                             Field::Id => {
-                                let id = Id::Held(value.clone());
-                                self.set_own_id(&value, id);
+                                if Self::valid_id(&value) {
+                                    self.own_id = Some(Id::Held(value));
+                                }
                             }
                             _ => self.event_type = (!value.is_empty()).then_some(value),
                         }
@@ -802,22 +857,14 @@ impl Decoder {
         Ok(())
     }
 
-    /// A complete `id` value (`value` is its bytes, `id` where they are): WHATWG ignores an id
-    /// that contains NUL.
+    /// Whether a complete `id` value is taken: WHATWG ignores an id that contains NUL.
     #[inline]
-    fn set_own_id(&mut self, value: &[u8], id: Id) {
+    fn valid_id(value: &[u8]) -> bool {
         // Ids are short: a plain loop beats a call into memchr.
-        let has_nul = if value.len() < 64 {
-            value.contains(&0)
+        if value.len() < 64 {
+            !value.contains(&0)
         } else {
-            memchr::memchr(0, value).is_some()
-        };
-        if !has_nul {
-            self.own_id = Some(if value.is_empty() {
-                Id::Held(Bytes::new())
-            } else {
-                id
-            });
+            memchr::memchr(0, value).is_none()
         }
     }
 
