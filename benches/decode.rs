@@ -2,12 +2,47 @@
 //! one 4 MiB event in 16 KiB and in 64-byte chunks, and 100k progress events of ~200 B.
 //!
 //! `cargo bench --bench decode -- --warm-up-time 1 --measurement-time 3`
+//!
+//! Each group also times `drop_chunks`: dropping the owned chunks without decoding them, one
+//! refcount decrement each. Any decoder that is handed owned chunks pays it, so it is the floor
+//! under `ssegate` (it dominates with 64-byte chunks). Before timing, a counting allocator checks
+//! that decoding allocates nothing per event.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use ssegate::sse::Decoder;
+
+/// The system allocator, counting allocations (and reallocations) so the setup can check them.
+struct Counting;
+
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to `System`, which upholds the `GlobalAlloc` contract.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's guarantees for `layout` are passed on as they are.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` with `layout` (every allocation goes through it).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `dealloc`; `new_size` is the caller's, valid for `layout.align()`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 /// A tool result as MCP servers send it: one JSON-RPC response on one `data:` line, its text a
 /// JSON string of prose with escapes.
@@ -59,7 +94,17 @@ fn decode_all(chunks: Vec<Bytes>) -> usize {
 fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usize) {
     let bytes = Bytes::copy_from_slice(input);
     let chunks = slices(&bytes, chunk);
-    assert_eq!(decode_all(chunks.clone()), events);
+    let owned = chunks.clone();
+    let before = ALLOCS.load(Ordering::Relaxed);
+    assert_eq!(decode_all(owned), events);
+    let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+    // The chunk queue and, for an event of many segments, the rope's doubling growth: O(log n),
+    // never one per event or per chunk.
+    assert!(
+        allocs <= 8 + 2 * (chunks.len().ilog2() as usize),
+        "{name}: {allocs} allocations for {events} events in {} chunks",
+        chunks.len()
+    );
     let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Bytes(input.len() as u64));
     g.sample_size(20);
@@ -69,6 +114,13 @@ fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usiz
             dst.copy_from_slice(black_box(&bytes));
             black_box(&dst);
         })
+    });
+    g.bench_function("drop_chunks", |b| {
+        b.iter_batched(
+            || chunks.clone(),
+            |chunks| drop(black_box(chunks)),
+            BatchSize::LargeInput,
+        )
     });
     // The transport hands the decoder owned chunks: cloning the pre-sliced Vec is setup, untimed.
     g.bench_function("ssegate", |b| {

@@ -661,6 +661,47 @@ impl Decoder {
                 self.line_start,
             ));
         }
+        // The two lines every MCP event has, recognised by their prefix: a data line inside one
+        // chunk becomes the `tail` range (sliced once, when the event is built); an id line the
+        // `own_id` range (no slicing at all until dispatch).
+        if line.starts_with(b"data:") {
+            let value_start = start + 5 + usize::from(line.get(5) == Some(&b' '));
+            self.begin_field(cur, Field::Data)?;
+            let n = eol - value_start;
+            if n > 0 {
+                if self.data_len() + n > self.config.max_event {
+                    return Err(DecodeError::event_too_large(
+                        self.config.max_event,
+                        self.line_start,
+                    ));
+                }
+                self.flush_tail(cur);
+                self.tail = value_start..eol;
+            }
+            return Ok(());
+        }
+        if line.starts_with(b"id:") {
+            // No `field` pieces can be pending at a line start, so `begin_field` has nothing to do.
+            let value_start = start + 3 + usize::from(line.get(3) == Some(&b' '));
+            let value = &cur[value_start..eol];
+            if value.len() > self.config.max_field {
+                return Err(DecodeError::field_too_long(
+                    self.config.max_field,
+                    self.line_start,
+                ));
+            }
+            if Self::valid_id(value) {
+                self.own_id = Some(if value.is_empty() {
+                    Id::Held(Bytes::new())
+                } else {
+                    Id::Cur {
+                        start: value_start,
+                        end: eol,
+                    }
+                });
+            }
+            return Ok(());
+        }
         // Known names are at most NAME_MAX bytes: only the first NAME_MAX + 1 can hold the colon.
         let head = &line[..line.len().min(NAME_MAX + 1)];
         let (name, value_start) = match head.iter().position(|&c| c == b':') {
@@ -723,6 +764,7 @@ impl Decoder {
         Ok(())
     }
 
+    #[inline]
     fn begin_field(&mut self, cur: &Bytes, field: Field) -> Result<(), DecodeError> {
         match field {
             Field::Data => {
