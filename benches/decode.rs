@@ -98,10 +98,11 @@ fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usiz
     let before = ALLOCS.load(Ordering::Relaxed);
     assert_eq!(decode_all(owned), events);
     let allocs = ALLOCS.load(Ordering::Relaxed) - before;
-    // The chunk queue and, for an event of many segments, the rope's doubling growth: O(log n),
-    // never one per event or per chunk.
+    // The chunk queue, the rope's doubling growth for an event of many segments (O(log n)), and an
+    // `id` cut by a chunk boundary, which is joined into its own small buffer (about one chunk
+    // boundary in 20 here): never one per event.
     assert!(
-        allocs <= 8 + 2 * (chunks.len().ilog2() as usize),
+        allocs <= 8 + 2 * (chunks.len().ilog2() as usize) + chunks.len() / 16,
         "{name}: {allocs} allocations for {events} events in {} chunks",
         chunks.len()
     );
