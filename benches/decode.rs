@@ -8,6 +8,10 @@
 //! `eventsource-stream` rescans its whole buffer on every chunk (quadratic in the event size), so on
 //! the 4 MiB groups it runs on a 256 KiB cut of the same event (`eventsource-stream_256KiB`, its own
 //! throughput): its per-byte figure there flatters it, and is still the slowest.
+//!
+//! Each group also times `drop_chunks`: dropping the owned chunks without decoding them, one
+//! refcount decrement each. Any decoder handed owned chunks pays it, so it is the floor under every
+//! row (it dominates with 64-byte chunks). `benches/alloc.rs` counts the allocations.
 
 mod common;
 
@@ -43,6 +47,9 @@ fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usiz
             dst.copy_from_slice(black_box(&bytes));
             black_box(&dst);
         })
+    });
+    g.bench_function("drop_chunks", |b| {
+        b.iter_batched(|| chunks.to_vec(), drop, BatchSize::LargeInput)
     });
     for (id, run) in DECODERS {
         if id == "eventsource-stream" && events == 1 {

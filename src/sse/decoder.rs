@@ -8,6 +8,8 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::ops::Range;
+use std::sync::OnceLock;
 
 use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
@@ -79,14 +81,17 @@ impl Config {
             discard: false,
             data: Data::new(),
             has_data: false,
+            tail: 0..0,
             event_type: None,
             own_id: None,
+            has_own_id: false,
             block_retry: None,
             field: SmallVec::new(),
             field_len: 0,
             retry_value: 0,
             retry_valid: true,
-            last_event_id: Bytes::new(),
+            last_id: Id::Held(Bytes::new()),
+            last_id_cache: OnceLock::new(),
             retry: None,
         }
     }
@@ -192,6 +197,42 @@ enum Field {
     Retry,
 }
 
+/// An `id` value: `cur[start..end]` while the decoder is still in that chunk, or its own [`Bytes`].
+///
+/// The range form exists because the chunk already holds a refcount: an id that is committed and
+/// replaced inside one chunk (the common case: one id per small event) is never sliced for the
+/// decoder's own bookkeeping, only once for the event that carries it.
+#[derive(Clone, Debug)]
+enum Id {
+    Cur { start: usize, end: usize },
+    Held(Bytes),
+}
+
+impl Id {
+    #[inline]
+    fn get(&self, cur: &Bytes) -> Bytes {
+        match self {
+            Id::Cur { start, end } => cur.slice(*start..*end),
+            Id::Held(b) => b.clone(),
+        }
+    }
+
+    /// Makes the value independent of the chunk `cur`, which is about to be left.
+    #[inline]
+    fn detach(&mut self, cur: &Bytes) {
+        if let Id::Cur { start, end } = *self {
+            *self = Id::Held(cur.slice(start..end));
+        }
+    }
+}
+
+/// Where [`Decoder::scan`] stopped before the end of the chunk.
+enum Stop {
+    /// A blank line dispatched the open block: [`Decoder::take_event`] builds the event.
+    Event,
+    Error(DecodeError),
+}
+
 /// Incremental, zero-copy SSE decoder (WHATWG "interpreting an event stream").
 ///
 /// ```
@@ -235,8 +276,13 @@ pub struct Decoder {
     // The open block.
     data: Data,
     has_data: bool,
+    /// The last data segment, still a range of `cur`: slicing it is put off until another segment
+    /// follows, the chunk is left, or the event is built (then straight into the event).
+    tail: Range<usize>,
     event_type: Option<Bytes>,
-    own_id: Option<Bytes>,
+    own_id: Option<Id>,
+    /// Whether the block being dispatched had its own `id` (set by `blank_line`).
+    has_own_id: bool,
     block_retry: Option<u64>,
     /// Pieces of an `id` / `event` value that spans chunks.
     field: SmallVec<[Bytes; 2]>,
@@ -245,7 +291,11 @@ pub struct Decoder {
     retry_value: u64,
     retry_valid: bool,
     // Persists across connections.
-    last_event_id: Bytes,
+    /// The committed last event id. While it lies in `cur` it is a range, so that committing an id
+    /// costs no refcount operation; it is sliced out when the decoder leaves the chunk.
+    last_id: Id,
+    /// `last_id` sliced out for [`Decoder::last_event_id`], which only has `&self`.
+    last_id_cache: OnceLock<Bytes>,
     retry: Option<u64>,
 }
 
@@ -278,6 +328,7 @@ impl Decoder {
         loop {
             if self.pos >= self.cur.len() {
                 let next = self.queue.pop_front()?;
+                self.leave_chunk();
                 self.chunk_base += self.cur.len() as u64;
                 self.cur = next;
                 self.pos = 0;
@@ -300,9 +351,75 @@ impl Decoder {
             let cur = std::mem::take(&mut self.cur);
             let r = self.scan(&cur);
             self.cur = cur;
-            if r.is_some() {
-                return r;
+            // The event is built here, in the caller's slot, rather than moved out of `scan`.
+            match r {
+                None => {}
+                Some(Stop::Event) => return Some(Ok(self.take_event())),
+                Some(Stop::Error(e)) => return Some(Err(e)),
             }
+        }
+    }
+
+    /// Slices out the ids that are still ranges of `cur`: the decoder is about to drop it.
+    #[inline]
+    fn leave_chunk(&mut self) {
+        if let Id::Cur { start, end } = self.last_id {
+            self.last_id = Id::Held(match self.last_id_cache.take() {
+                Some(b) => b,
+                None => self.cur.slice(start..end),
+            });
+        }
+        if let Some(id) = &mut self.own_id {
+            id.detach(&self.cur);
+        }
+        if !self.tail.is_empty() {
+            let tail = std::mem::replace(&mut self.tail, 0..0);
+            self.data.push(self.cur.slice(tail));
+        }
+    }
+
+    /// The open block's data, `tail` included, leaving an empty rope.
+    #[inline]
+    fn take_data(&mut self) -> Data {
+        let tail = std::mem::replace(&mut self.tail, 0..0);
+        if self.data.is_empty() {
+            // One segment (the common case): built in place, the rope in `self` untouched.
+            return if tail.is_empty() {
+                Data::new()
+            } else {
+                Data::from(self.cur.slice(tail))
+            };
+        }
+        if !tail.is_empty() {
+            self.data.push(self.cur.slice(tail));
+        }
+        std::mem::take(&mut self.data)
+    }
+
+    /// Moves `tail` into the rope, sliced out of `cur`.
+    #[inline]
+    fn flush_tail(&mut self, cur: &Bytes) {
+        if !self.tail.is_empty() {
+            let tail = std::mem::replace(&mut self.tail, 0..0);
+            self.data.push(cur.slice(tail));
+        }
+    }
+
+    /// Data bytes of the open block.
+    #[inline]
+    fn data_len(&self) -> usize {
+        self.data.len() + self.tail.len()
+    }
+
+    /// The dispatched event, from the block state [`Decoder::blank_line`] left.
+    #[inline]
+    fn take_event(&mut self) -> Event {
+        Event {
+            event: self.event_type.take(),
+            data: self.take_data(),
+            id: self.last_id.get(&self.cur),
+            has_own_id: std::mem::take(&mut self.has_own_id),
+            retry: self.block_retry.take(),
         }
     }
 
@@ -322,11 +439,12 @@ impl Decoder {
             }),
             _ if self.open => Some(PartialEvent {
                 bytes: self.offset() - self.block_start,
-                data_len: self.data.len() as u64,
-                id: self.own_id.clone(),
+                data_len: self.data_len() as u64,
+                id: self.own_id.as_ref().map(|id| id.get(&self.cur)),
             }),
             _ => None,
         };
+        self.leave_chunk();
         self.queue.clear();
         self.cur = Bytes::new();
         self.pos = 0;
@@ -342,7 +460,12 @@ impl Decoder {
 
     /// The committed last event id: set by the `id` field of a block that ended with a blank line.
     pub fn last_event_id(&self) -> &Bytes {
-        &self.last_event_id
+        match &self.last_id {
+            Id::Held(b) => b,
+            Id::Cur { start, end } => self
+                .last_id_cache
+                .get_or_init(|| self.cur.slice(*start..*end)),
+        }
     }
 
     /// The reconnection time, in milliseconds, from the last valid `retry` field.
@@ -359,11 +482,12 @@ impl Decoder {
     /// chunks queued by [`Decoder::feed`]. Never more than the limits allow.
     #[doc(hidden)]
     pub fn held_bytes(&self) -> usize {
-        self.data.len() + self.field_len + usize::from(self.name_len)
+        self.data_len() + self.field_len + usize::from(self.name_len)
     }
 
     fn reset_block(&mut self) {
         self.data = Data::new();
+        self.tail = 0..0;
         self.has_data = false;
         self.event_type = None;
         self.own_id = None;
@@ -375,7 +499,7 @@ impl Decoder {
 
     /// Scans `cur` from `self.pos`; returns at the first event or error, or at the chunk's end.
     #[inline]
-    fn scan(&mut self, cur: &Bytes) -> Option<Result<Event, DecodeError>> {
+    fn scan(&mut self, cur: &Bytes) -> Option<Stop> {
         let buf: &[u8] = cur;
         let len = buf.len();
         while self.pos < len {
@@ -384,8 +508,8 @@ impl Decoder {
                     let b = buf[self.pos];
                     if b == b'\n' || b == b'\r' {
                         self.line_end(buf);
-                        if let Some(ev) = self.blank_line() {
-                            return Some(Ok(ev));
+                        if self.blank_line() {
+                            return Some(Stop::Event);
                         }
                         continue;
                     }
@@ -410,7 +534,7 @@ impl Decoder {
                             if let Err(e) = r {
                                 self.enter_discard();
                                 self.state = State::LineStart;
-                                return Some(Err(e));
+                                return Some(Stop::Error(e));
                             }
                         }
                         None => {
@@ -425,8 +549,8 @@ impl Decoder {
                     }
                 }
                 State::Name => {
-                    if let Err(e) = self.scan_name(buf) {
-                        return Some(Err(e));
+                    if let Err(e) = self.scan_name(cur) {
+                        return Some(Stop::Error(e));
                     }
                 }
                 State::Space(field) => {
@@ -446,7 +570,7 @@ impl Decoder {
                         if found.is_some() {
                             self.line_end(buf);
                         }
-                        return Some(Err(e));
+                        return Some(Stop::Error(e));
                     }
                     if found.is_some() {
                         self.line_end(buf);
@@ -466,7 +590,7 @@ impl Decoder {
                         if found.is_some() {
                             self.line_end(buf);
                         }
-                        return Some(Err(e));
+                        return Some(Stop::Error(e));
                     }
                     if found.is_some() {
                         self.line_end(buf);
@@ -516,7 +640,7 @@ impl Decoder {
             return true;
         }
         if self.chunk_base + len as u64 - self.line_start > self.config.max_line as u64
-            || self.data.len() + len > self.config.max_event
+            || self.data_len() + len > self.config.max_event
         {
             // Let the scanner report the error.
             self.eol_known = Some(len);
@@ -537,6 +661,47 @@ impl Decoder {
                 self.line_start,
             ));
         }
+        // The two lines every MCP event has, recognised by their prefix: a data line inside one
+        // chunk becomes the `tail` range (sliced once, when the event is built); an id line the
+        // `own_id` range (no slicing at all until dispatch).
+        if line.starts_with(b"data:") {
+            let value_start = start + 5 + usize::from(line.get(5) == Some(&b' '));
+            self.begin_field(cur, Field::Data)?;
+            let n = eol - value_start;
+            if n > 0 {
+                if self.data_len() + n > self.config.max_event {
+                    return Err(DecodeError::event_too_large(
+                        self.config.max_event,
+                        self.line_start,
+                    ));
+                }
+                self.flush_tail(cur);
+                self.tail = value_start..eol;
+            }
+            return Ok(());
+        }
+        if line.starts_with(b"id:") {
+            // No `field` pieces can be pending at a line start, so `begin_field` has nothing to do.
+            let value_start = start + 3 + usize::from(line.get(3) == Some(&b' '));
+            let value = &cur[value_start..eol];
+            if value.len() > self.config.max_field {
+                return Err(DecodeError::field_too_long(
+                    self.config.max_field,
+                    self.line_start,
+                ));
+            }
+            if Self::valid_id(value) {
+                self.own_id = Some(if value.is_empty() {
+                    Id::Held(Bytes::new())
+                } else {
+                    Id::Cur {
+                        start: value_start,
+                        end: eol,
+                    }
+                });
+            }
+            return Ok(());
+        }
         // Known names are at most NAME_MAX bytes: only the first NAME_MAX + 1 can hold the colon.
         let head = &line[..line.len().min(NAME_MAX + 1)];
         let (name, value_start) = match head.iter().position(|&c| c == b':') {
@@ -556,12 +721,13 @@ impl Decoder {
         } else {
             value_start
         };
-        self.begin_field(field)?;
+        self.begin_field(cur, field)?;
         self.value_piece(field, cur, value_start, eol, true)
     }
 
     /// Reads field-name bytes (at most `NAME_MAX + 1`, carried across chunks).
-    fn scan_name(&mut self, buf: &[u8]) -> Result<(), DecodeError> {
+    fn scan_name(&mut self, cur: &Bytes) -> Result<(), DecodeError> {
+        let buf: &[u8] = cur;
         while self.pos < buf.len() {
             let c = buf[self.pos];
             if c == b':' || c == b'\n' || c == b'\r' {
@@ -584,7 +750,7 @@ impl Decoder {
                     // No colon: the value is empty; `Value` finds the line end right here.
                     self.state = State::Value(field);
                 }
-                return self.begin_field(field);
+                return self.begin_field(cur, field);
             }
             if usize::from(self.name_len) == NAME_MAX {
                 self.name_len = 0;
@@ -598,17 +764,19 @@ impl Decoder {
         Ok(())
     }
 
-    fn begin_field(&mut self, field: Field) -> Result<(), DecodeError> {
+    #[inline]
+    fn begin_field(&mut self, cur: &Bytes, field: Field) -> Result<(), DecodeError> {
         match field {
             Field::Data => {
                 if self.has_data {
-                    if self.data.len() + 1 > self.config.max_event {
+                    if self.data_len() + 1 > self.config.max_event {
                         let e =
                             DecodeError::event_too_large(self.config.max_event, self.line_start);
                         self.enter_discard();
                         self.state = State::Skip;
                         return Err(e);
                     }
+                    self.flush_tail(cur);
                     self.data.push(LF);
                 }
                 self.has_data = true;
@@ -646,13 +814,14 @@ impl Decoder {
         match field {
             Field::Data => {
                 if n > 0 {
-                    if self.data.len() + n > self.config.max_event {
+                    if self.data_len() + n > self.config.max_event {
                         return Err(DecodeError::event_too_large(
                             self.config.max_event,
                             self.line_start,
                         ));
                     }
-                    self.data.push(cur.slice(start..end));
+                    self.flush_tail(cur);
+                    self.tail = start..end;
                 }
             }
             Field::Event | Field::Id => {
@@ -663,12 +832,20 @@ impl Decoder {
                     ));
                 }
                 if complete && self.field.is_empty() {
-                    let value = if n > 0 {
-                        cur.slice(start..end)
-                    } else {
-                        Bytes::new()
-                    };
-                    self.apply(field, value);
+                    match field {
+                        Field::Id => {
+                            if Self::valid_id(&cur[start..end]) {
+                                self.own_id = Some(if n == 0 {
+                                    Id::Held(Bytes::new())
+                                } else {
+                                    Id::Cur { start, end }
+                                });
+                            }
+                        }
+                        _ => {
+                            self.event_type = (n > 0).then(|| cur.slice(start..end));
+                        }
+                    }
                 } else {
                     if n > 0 {
                         self.field_len += n;
@@ -680,7 +857,15 @@ impl Decoder {
                             value.extend_from_slice(&piece);
                         }
                         self.field_len = 0;
-                        self.apply(field, value.freeze());
+                        let value = value.freeze();
+                        match field {
+                            Field::Id => {
+                                if Self::valid_id(&value) {
+                                    self.own_id = Some(Id::Held(value));
+                                }
+                            }
+                            _ => self.event_type = (!value.is_empty()).then_some(value),
+                        }
                     }
                 }
             }
@@ -714,21 +899,14 @@ impl Decoder {
         Ok(())
     }
 
-    fn apply(&mut self, field: Field, value: Bytes) {
-        match field {
-            Field::Event => self.event_type = if value.is_empty() { None } else { Some(value) },
-            Field::Id => {
-                // Ids are short: a plain loop beats a call into memchr.
-                let has_nul = if value.len() < 64 {
-                    value.contains(&0)
-                } else {
-                    memchr::memchr(0, &value).is_some()
-                };
-                if !has_nul {
-                    self.own_id = Some(value);
-                }
-            }
-            Field::Data | Field::Retry => {}
+    /// Whether a complete `id` value is taken: WHATWG ignores an id that contains NUL.
+    #[inline]
+    fn valid_id(value: &[u8]) -> bool {
+        // Ids are short: a plain loop beats a call into memchr.
+        if value.len() < 64 {
+            !value.contains(&0)
+        } else {
+            memchr::memchr(0, value).is_none()
         }
     }
 
@@ -750,18 +928,22 @@ impl Decoder {
         self.state = State::LineStart;
     }
 
-    /// A blank line: commits the id, dispatches the block if it has data.
+    /// A blank line: commits the id; `true` when the block has data and is to be dispatched
+    /// ([`Decoder::take_event`]).
     #[inline]
-    fn blank_line(&mut self) -> Option<Event> {
+    fn blank_line(&mut self) -> bool {
         self.open = false;
         if self.discard {
             self.discard = false;
             self.reset_block();
-            return None;
+            return false;
         }
-        let has_own_id = match self.own_id.take() {
+        self.has_own_id = match self.own_id.take() {
             Some(id) => {
-                self.last_event_id = id;
+                self.last_id = id;
+                if self.last_id_cache.get().is_some() {
+                    self.last_id_cache = OnceLock::new();
+                }
                 true
             }
             None => false,
@@ -769,16 +951,10 @@ impl Decoder {
         if !self.has_data {
             self.event_type = None;
             self.block_retry = None;
-            return None;
+            return false;
         }
         self.has_data = false;
-        Some(Event {
-            event: self.event_type.take(),
-            data: std::mem::take(&mut self.data),
-            id: self.last_event_id.clone(),
-            has_own_id,
-            retry: self.block_retry.take(),
-        })
+        true
     }
 
     /// After a limit error: drop the block, uncommitted id included, and skip to the next blank line.

@@ -14,7 +14,7 @@ pub(crate) const LF: Bytes = Bytes::from_static(b"\n");
 /// asked for a rope of more than one segment.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Data {
-    segments: SmallVec<[Bytes; 4]>,
+    segments: SmallVec<[Bytes; 3]>,
     len: usize,
 }
 
@@ -28,6 +28,7 @@ impl Data {
     }
 
     /// Appends one segment (empty segments are dropped: they carry no bytes).
+    #[inline]
     pub fn push(&mut self, segment: Bytes) {
         if !segment.is_empty() {
             self.len += segment.len();
@@ -117,6 +118,7 @@ impl std::fmt::Debug for Data {
 }
 
 impl From<Bytes> for Data {
+    #[inline]
     fn from(b: Bytes) -> Self {
         let mut d = Data::new();
         d.push(b);

@@ -15,6 +15,9 @@ fn decode_chunked(input: &[u8], cuts: &[usize]) -> Outcome {
     let pull = |d: &mut Decoder, events: &mut Vec<_>| {
         while let Some(r) = d.next_event() {
             let ev = r.expect("default limits are never hit here");
+            // The decoder keeps the last id as a range of the current chunk: the accessor must
+            // still agree with the event just dispatched.
+            assert_eq!(d.last_event_id(), &ev.id);
             let mut data = Vec::new();
             ev.data.copy_to(&mut data);
             assert_eq!(data.len(), ev.data.len());
