@@ -297,3 +297,50 @@ fn offset_counts_consumed_bytes() {
     assert!(d.next_event().is_none());
     assert_eq!(d.offset(), 13);
 }
+
+#[test]
+fn a_line_over_two_limits_reports_the_one_crossed_first_whatever_the_chunking() {
+    // `data: ` + 100 bytes: the event limit (30 data bytes) is crossed at byte 36 of the line, the
+    // line limit (50) at byte 50, and the field limit (8) of an `id` value at byte 12.
+    let mut data = b"data: ".to_vec();
+    data.extend(std::iter::repeat_n(b'x', 100));
+    data.extend_from_slice(b"\n\n");
+    let mut id = b"id: ".to_vec();
+    id.extend(std::iter::repeat_n(b'7', 100));
+    id.extend_from_slice(b"\n\n");
+    let mut config = Config::default();
+    config.max_line(50).max_event(30).max_field(8);
+    for size in 1..=data.len() {
+        let (out, _) = limited(&config, &data, size);
+        assert_eq!(
+            out,
+            [Err(DecodeError::EventTooLarge {
+                limit: 30,
+                offset: 0
+            })],
+            "chunks of {size}"
+        );
+        let (out, _) = limited(&config, &id, size);
+        assert_eq!(
+            out,
+            [Err(DecodeError::FieldTooLong {
+                limit: 8,
+                offset: 0
+            })],
+            "chunks of {size}"
+        );
+    }
+    // With the line limit lower, the line is crossed first.
+    config.max_line(20);
+    for size in 1..=data.len() {
+        let (out, _) = limited(&config, &data, size);
+        assert_eq!(
+            out,
+            [Err(DecodeError::LineTooLong {
+                limit: 20,
+                offset: 0
+            })],
+            "chunks of {size}"
+        );
+    }
+}

@@ -651,16 +651,72 @@ impl Decoder {
         false
     }
 
-    /// A line that lies whole in `cur[start..eol]` (`eol` at its CR or LF), not blank, not discarded.
+    /// The limit a piece of the current line breaks first: `n` value bytes of `field` starting at
+    /// stream position `value_at`, the line reaching `piece_end`. A piece can break the line limit
+    /// and its value's limit at once; the one crossed at the earlier stream position is reported (a
+    /// tie goes to the line), so the answer does not depend on where the chunks were cut.
     #[inline]
-    fn whole_line(&mut self, cur: &Bytes, start: usize, eol: usize) -> Result<(), DecodeError> {
-        let line = &cur[start..eol];
-        if line.len() > self.config.max_line {
+    fn piece_limit(
+        &self,
+        field: Field,
+        value_at: u64,
+        n: usize,
+        piece_end: u64,
+    ) -> Option<DecodeError> {
+        let line_at = self.line_start.saturating_add(self.config.max_line as u64);
+        let line_over = piece_end > line_at;
+        let (held, limit) = match field {
+            Field::Data => (self.data_len(), self.config.max_event),
+            Field::Event | Field::Id | Field::Retry => (self.field_len, self.config.max_field),
+        };
+        let value_over = held + n > limit;
+        if !line_over && !value_over {
+            return None;
+        }
+        Some(self.limit_error(
+            field,
+            line_over,
+            line_at,
+            value_over,
+            value_at + limit.saturating_sub(held) as u64,
+        ))
+    }
+
+    #[cold]
+    fn limit_error(
+        &self,
+        field: Field,
+        line_over: bool,
+        line_at: u64,
+        value_over: bool,
+        value_at: u64,
+    ) -> DecodeError {
+        if line_over && (!value_over || line_at <= value_at) {
+            return DecodeError::line_too_long(self.config.max_line, self.line_start);
+        }
+        match field {
+            Field::Data => DecodeError::event_too_large(self.config.max_event, self.line_start),
+            _ => DecodeError::field_too_long(self.config.max_field, self.line_start),
+        }
+    }
+
+    /// The line limit alone, for a whole line whose value is not held (unknown fields).
+    #[inline]
+    fn line_limit(&self, line_end: u64) -> Result<(), DecodeError> {
+        if line_end - self.line_start > self.config.max_line as u64 {
             return Err(DecodeError::line_too_long(
                 self.config.max_line,
                 self.line_start,
             ));
         }
+        Ok(())
+    }
+
+    /// A line that lies whole in `cur[start..eol]` (`eol` at its CR or LF), not blank, not discarded.
+    #[inline]
+    fn whole_line(&mut self, cur: &Bytes, start: usize, eol: usize) -> Result<(), DecodeError> {
+        let line = &cur[start..eol];
+        let line_end = self.chunk_base + eol as u64;
         // The two lines every MCP event has, recognised by their prefix: a data line inside one
         // chunk becomes the `tail` range (sliced once, when the event is built); an id line the
         // `own_id` range (no slicing at all until dispatch).
@@ -668,13 +724,11 @@ impl Decoder {
             let value_start = start + 5 + usize::from(line.get(5) == Some(&b' '));
             self.begin_field(cur, Field::Data)?;
             let n = eol - value_start;
+            let value_at = self.chunk_base + value_start as u64;
+            if let Some(e) = self.piece_limit(Field::Data, value_at, n, line_end) {
+                return Err(e);
+            }
             if n > 0 {
-                if self.data_len() + n > self.config.max_event {
-                    return Err(DecodeError::event_too_large(
-                        self.config.max_event,
-                        self.line_start,
-                    ));
-                }
                 self.flush_tail(cur);
                 self.tail = value_start..eol;
             }
@@ -684,11 +738,9 @@ impl Decoder {
             // No `field` pieces can be pending at a line start, so `begin_field` has nothing to do.
             let value_start = start + 3 + usize::from(line.get(3) == Some(&b' '));
             let value = &cur[value_start..eol];
-            if value.len() > self.config.max_field {
-                return Err(DecodeError::field_too_long(
-                    self.config.max_field,
-                    self.line_start,
-                ));
+            let value_at = self.chunk_base + value_start as u64;
+            if let Some(e) = self.piece_limit(Field::Id, value_at, value.len(), line_end) {
+                return Err(e);
             }
             if Self::valid_id(value) {
                 self.own_id = Some(if value.is_empty() {
@@ -707,14 +759,14 @@ impl Decoder {
         let (name, value_start) = match head.iter().position(|&c| c == b':') {
             Some(colon) => (&line[..colon], start + colon + 1),
             None if line.len() <= NAME_MAX => (line, eol),
-            None => return Ok(()),
+            None => return self.line_limit(line_end),
         };
         let field = match name {
             b"data" => Field::Data,
             b"id" => Field::Id,
             b"event" => Field::Event,
             b"retry" => Field::Retry,
-            _ => return Ok(()),
+            _ => return self.line_limit(line_end),
         };
         let value_start = if value_start < eol && cur[value_start] == b' ' {
             value_start + 1
@@ -770,8 +822,12 @@ impl Decoder {
             Field::Data => {
                 if self.has_data {
                     if self.data_len() + 1 > self.config.max_event {
-                        let e =
-                            DecodeError::event_too_large(self.config.max_event, self.line_start);
+                        // The join sits at the line's start: only an empty line limit comes first.
+                        let e = if self.config.max_line == 0 {
+                            DecodeError::line_too_long(0, self.line_start)
+                        } else {
+                            DecodeError::event_too_large(self.config.max_event, self.line_start)
+                        };
                         self.enter_discard();
                         self.state = State::Skip;
                         return Err(e);
@@ -805,32 +861,18 @@ impl Decoder {
         complete: bool,
     ) -> Result<(), DecodeError> {
         let n = end - start;
-        if self.chunk_base + end as u64 - self.line_start > self.config.max_line as u64 {
-            return Err(DecodeError::line_too_long(
-                self.config.max_line,
-                self.line_start,
-            ));
+        let value_at = self.chunk_base + start as u64;
+        if let Some(e) = self.piece_limit(field, value_at, n, self.chunk_base + end as u64) {
+            return Err(e);
         }
         match field {
             Field::Data => {
                 if n > 0 {
-                    if self.data_len() + n > self.config.max_event {
-                        return Err(DecodeError::event_too_large(
-                            self.config.max_event,
-                            self.line_start,
-                        ));
-                    }
                     self.flush_tail(cur);
                     self.tail = start..end;
                 }
             }
             Field::Event | Field::Id => {
-                if self.field_len + n > self.config.max_field {
-                    return Err(DecodeError::field_too_long(
-                        self.config.max_field,
-                        self.line_start,
-                    ));
-                }
                 if complete && self.field.is_empty() {
                     match field {
                         Field::Id => {
@@ -870,12 +912,6 @@ impl Decoder {
                 }
             }
             Field::Retry => {
-                if self.field_len + n > self.config.max_field {
-                    return Err(DecodeError::field_too_long(
-                        self.config.max_field,
-                        self.line_start,
-                    ));
-                }
                 self.field_len += n;
                 for &c in &cur[start..end] {
                     if c.is_ascii_digit() {

@@ -3,7 +3,7 @@
 //! literal WHATWG algorithm) gives; no limit is ever exceeded; data is never copied.
 
 use bytes::Bytes;
-use ssegate::sse::{Config, Decoder, Event};
+use ssegate::sse::{Config, DecodeError, Decoder, Event};
 use ssegate::testing::{ReferenceOutcome, reference_decode};
 
 use super::{pieces, split_header};
@@ -23,7 +23,7 @@ enum Item {
         retry: Option<u64>,
     },
     /// A limit error, by the offset of the line that broke it.
-    Error(u64),
+    Error(DecodeError),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,10 +88,10 @@ fn run(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>) -> Run {
                         "error offset {} past the input",
                         e.offset()
                     );
-                    // Only the offset is compared across chunkings: when one line breaks two
-                    // limits at once, which of the two is reported depends on the chunking
-                    // (tests/regression/sse_chunking/two-limits-one-line; see fuzz/README.md).
-                    Item::Error(e.offset())
+                    // The whole error is compared across chunkings: when one line breaks two
+                    // limits, the one crossed first in the stream is reported, however the line
+                    // was cut (tests/regression/sse_chunking/two-limits-one-line).
+                    Item::Error(e)
                 }
             });
             if let Some(l) = limits {
@@ -165,7 +165,7 @@ fn as_reference(r: &Run) -> ReferenceOutcome {
                     id,
                     ..
                 } => (event_type.clone(), data.clone(), id.clone()),
-                Item::Error(at) => panic!("unexpected limit error at {at}"),
+                Item::Error(e) => panic!("unexpected limit error: {e}"),
             })
             .collect(),
         last_event_id: r.last_event_id.clone(),
