@@ -669,7 +669,7 @@ impl Decoder {
             Field::Data => (self.data_len(), self.config.max_event),
             Field::Event | Field::Id | Field::Retry => (self.field_len, self.config.max_field),
         };
-        let value_over = held + n > limit;
+        let value_over = held.saturating_add(n) > limit;
         if !line_over && !value_over {
             return None;
         }
@@ -678,7 +678,7 @@ impl Decoder {
             line_over,
             line_at,
             value_over,
-            value_at + limit.saturating_sub(held) as u64,
+            value_at.saturating_add(limit.saturating_sub(held) as u64),
         ))
     }
 
