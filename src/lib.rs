@@ -7,6 +7,7 @@ pub mod gate;
 pub mod guard;
 pub mod message;
 pub mod replay;
+pub mod resume;
 pub mod sse;
 #[cfg(feature = "testing")]
 #[doc(hidden)]

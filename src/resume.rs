@@ -1,0 +1,724 @@
+//! The sans-IO resumable stream: one state machine for one logical SSE stream (a POST response and
+//! all its resumptions, or a standalone `GET` stream) that owns the [`Decoder`], the [`Gate`] and
+//! the [`Guard`], and makes every reconnect decision.
+//!
+//! It does no IO and reads no clock. The driver (an HTTP client, `ssegate check`, the
+//! [`futures::Stream` adapter](crate::sse), your own transport) tells it what happened and when:
+//!
+//! | driver calls | when |
+//! | --- | --- |
+//! | [`ResumableStream::feed`] | a body chunk arrived |
+//! | [`ResumableStream::connection_ended`] | the body ended or failed |
+//! | [`ResumableStream::reconnect_response`] | a reconnect request got its status and headers |
+//! | [`ResumableStream::reconnect_failed`] | a reconnect request failed before a response head |
+//! | [`ResumableStream::handle_timeout`] | the deadline of [`ResumableStream::poll_timeout`] passed |
+//!
+//! and after each call drains [`ResumableStream::poll`], which hands back one [`Output`] at a time:
+//! messages to deliver, events skipped, the cursor moving, a connection to drop
+//! ([`Output::Disconnected`]), a reconnect to send now ([`Output::Reconnect`], with the
+//! `Last-Event-ID` as raw bytes), the end of the stream, or a terminal [`Failure`]. Timing rules
+//! (the server's `retry`, `Retry-After` in both forms, clamps, jittered backoff, the replay timeout
+//! that runs while no bytes arrive, the idle timeout) live here, so a driver never guesses them.
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use bytes::Bytes;
+//! use ssegate::message::RpcId;
+//! use ssegate::resume::{EndCause, Output, ReconnectResponse, ResumableStream};
+//!
+//! let mut stream = ResumableStream::new();
+//! stream.expect_response(RpcId::Number(1));
+//! let now = Instant::now();
+//! // The response is cut inside its result event, after an event with id 7.
+//! stream.feed(Bytes::from_static(b"id: 7\ndata:\n\nid: 8\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"res"), now);
+//! stream.connection_ended(EndCause::Error, now);
+//! let mut reconnect = None;
+//! let mut now = now;
+//! loop {
+//!     match stream.poll() {
+//!         Some(Output::Reconnect(r)) => { reconnect = Some(r); break; }
+//!         Some(_) => {}
+//!         None => {
+//!             now = stream.poll_timeout().expect("a reconnect is scheduled");
+//!             stream.handle_timeout(now);
+//!         }
+//!     }
+//! }
+//! assert_eq!(reconnect.unwrap().last_event_id.as_deref(), Some(&b"7"[..]));
+//! // The server replays the interrupted event whole.
+//! stream.reconnect_response(&ReconnectResponse::event_stream(), now);
+//! stream.feed(Bytes::from_static(b"id: 8\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"), now);
+//! let Some(Output::Deliver(d)) = stream.poll() else { panic!() };
+//! assert_eq!(d.message.len(), 36);
+//! ```
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+
+use crate::gate::{Gate, Verdict};
+use crate::guard::{self, ConnectionEnd, Decision, Delivery, Guard, Resume, Skip, Torn, TornBoundary};
+use crate::message::RpcId;
+use crate::sse::{self, Decoder};
+
+pub use crate::guard::ReconnectResponse;
+
+/// Settings of a [`ResumableStream`]. Setters take `&mut self` and chain.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Config {
+    decoder: sse::Config,
+    guard: guard::Config,
+    max_delay: Duration,
+    idle_timeout: Option<Duration>,
+    max_resumes: u32,
+    max_stalled_resumes: u32,
+    max_reconnect_attempts: u32,
+    backoff: Duration,
+    keep_open: bool,
+    jitter_seed: u64,
+}
+
+impl Default for Config {
+    /// The decoder's and the guard's defaults; server delays clamped to 60 s; no idle timeout; 32
+    /// resumes per stream, at most 4 in a row without progress; 6 reconnect attempts per resume
+    /// with a 250 ms jittered exponential backoff; the stream finishes when nothing is outstanding.
+    fn default() -> Self {
+        Config {
+            decoder: sse::Config::default(),
+            guard: guard::Config::default(),
+            max_delay: Duration::from_secs(60),
+            idle_timeout: None,
+            max_resumes: 32,
+            max_stalled_resumes: 4,
+            max_reconnect_attempts: 6,
+            backoff: Duration::from_millis(250),
+            keep_open: false,
+            jitter_seed: 0x5eed_5e9a_7e00_0001,
+        }
+    }
+}
+
+impl Config {
+    /// The decoder's limits.
+    pub fn decoder(&mut self, config: sse::Config) -> &mut Self {
+        self.decoder = config;
+        self
+    }
+
+    /// The guard's settings (policy, windows, replay timeout, default retry, session registry).
+    pub fn guard(&mut self, config: guard::Config) -> &mut Self {
+        self.guard = config;
+        self
+    }
+
+    /// The longest delay a server may ask for with `retry:` or `Retry-After` (default 60 s): a
+    /// hostile or confused server cannot park the client for longer.
+    pub fn max_delay(&mut self, delay: Duration) -> &mut Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// A connection that brings no byte for this long is treated as cut and resumed (default:
+    /// none; servers that send keep-alive comments make a few seconds safe).
+    pub fn idle_timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Most resumes over the stream's life (default 32).
+    pub fn max_resumes(&mut self, n: u32) -> &mut Self {
+        self.max_resumes = n;
+        self
+    }
+
+    /// Most resumes in a row after which no event moved the cursor or delivered a message
+    /// (default 4): a proxy that always cuts at the same byte cannot loop forever.
+    pub fn max_stalled_resumes(&mut self, n: u32) -> &mut Self {
+        self.max_stalled_resumes = n;
+        self
+    }
+
+    /// Most attempts at one reconnect when the request fails before a response head
+    /// (connection refused, reset) or is answered `429`/`503` (default 6).
+    pub fn max_reconnect_attempts(&mut self, n: u32) -> &mut Self {
+        self.max_reconnect_attempts = n.max(1);
+        self
+    }
+
+    /// The first backoff step after a failed reconnect attempt, doubled at each further one and
+    /// jittered to 50-100 % (default 250 ms); never above [`Config::max_delay`].
+    pub fn backoff(&mut self, delay: Duration) -> &mut Self {
+        self.backoff = delay;
+        self
+    }
+
+    /// Reconnect even when no response is outstanding (a standalone `GET` stream the application
+    /// keeps listening to). Default `false`: such a stream finishes at its end.
+    pub fn keep_open(&mut self, keep_open: bool) -> &mut Self {
+        self.keep_open = keep_open;
+        self
+    }
+
+    /// Seed of the backoff jitter (the stream has no randomness of its own; a driver may seed it
+    /// from the OS per stream).
+    pub fn jitter_seed(&mut self, seed: u64) -> &mut Self {
+        self.jitter_seed = seed;
+        self
+    }
+
+    /// A stream with these settings.
+    pub fn build(&self) -> ResumableStream {
+        ResumableStream {
+            decoder: self.decoder.build(),
+            gate: Gate::new(),
+            guard: self.guard.build(),
+            config: self.clone(),
+            state: State::Open { last_byte: None },
+            end: None,
+            reconnect_due: None,
+            resumes: 0,
+            stalled: 0,
+            progressed: false,
+            attempts: 0,
+            rng: self.jitter_seed | 1,
+            observe: false,
+            last_event: None,
+            pending: None,
+        }
+    }
+}
+
+/// How a connection ended, as the driver saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EndCause {
+    /// The body ended cleanly.
+    Eof,
+    /// The body failed (reset, read error, TLS error).
+    Error,
+}
+
+/// What [`ResumableStream::reconnect_response`] asks the driver to do with the response's body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[must_use = "the body is read only when the answer is Read"]
+pub enum Answer {
+    /// Read the body and [`feed`](ResumableStream::feed) it.
+    Read,
+    /// Drop the body; [`poll`](ResumableStream::poll) schedules another attempt or fails.
+    Drop,
+}
+
+/// A reconnect to send now: `GET` with `Accept: text/event-stream` and `Last-Event-ID`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reconnect {
+    /// The `Last-Event-ID` header's exact bytes (`None`: no id was ever received; send none).
+    pub last_event_id: Option<Bytes>,
+    /// Which attempt at this resume it is (1 for the first).
+    pub attempt: u32,
+}
+
+/// Why the stream stopped for good.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The guard refused (see [`Torn`] for every case).
+    Refused(TornBoundary),
+    /// The stream was resumed [`Config::max_resumes`] times.
+    TooManyResumes {
+        /// Resumes made.
+        resumes: u32,
+        /// Requests still unanswered.
+        outstanding: Vec<RpcId>,
+    },
+    /// [`Config::max_stalled_resumes`] resumes in a row moved nothing forward.
+    NoProgress {
+        /// Resumes in a row without progress.
+        resumes: u32,
+        /// Requests still unanswered.
+        outstanding: Vec<RpcId>,
+    },
+    /// Every attempt at a reconnect failed before a response head, or was answered `429`/`503`.
+    ReconnectFailed {
+        /// Attempts made.
+        attempts: u32,
+        /// The last `Busy` refusal, when the server answered at all.
+        last: Option<TornBoundary>,
+        /// Requests still unanswered.
+        outstanding: Vec<RpcId>,
+    },
+}
+
+impl Failure {
+    /// Whether the caller must open a new session to get the outstanding responses (always, except
+    /// for a decoder limit: see [`TornBoundary::must_renegotiate`]).
+    pub fn must_renegotiate(&self) -> bool {
+        match self {
+            Failure::Refused(e) => e.must_renegotiate(),
+            _ => true,
+        }
+    }
+
+    /// The guard's refusal, if that is what stopped the stream.
+    pub fn refusal(&self) -> Option<&TornBoundary> {
+        match self {
+            Failure::Refused(e) => Some(e),
+            Failure::ReconnectFailed { last, .. } => last.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Requests still unanswered when the stream stopped.
+    pub fn outstanding(&self) -> &[RpcId] {
+        match self {
+            Failure::Refused(e) => &e.outstanding,
+            Failure::TooManyResumes { outstanding, .. }
+            | Failure::NoProgress { outstanding, .. }
+            | Failure::ReconnectFailed { outstanding, .. } => outstanding,
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Refused(e) => e.fmt(f),
+            Failure::TooManyResumes { resumes, .. } => {
+                write!(f, "gave up after {resumes} resumes of one stream")
+            }
+            Failure::NoProgress { resumes, .. } => write!(
+                f,
+                "{resumes} resumes in a row brought no complete event: the cut repeats"
+            ),
+            Failure::ReconnectFailed {
+                attempts,
+                last: Some(e),
+                ..
+            } => write!(f, "{attempts} reconnect attempts failed; last: {e}"),
+            Failure::ReconnectFailed { attempts, .. } => {
+                write!(f, "{attempts} reconnect attempts failed at the transport")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.refusal().map(|e| e as _)
+    }
+}
+
+/// One thing the stream hands the driver. See the [module docs](self).
+#[derive(Debug)]
+#[non_exhaustive]
+#[must_use]
+pub enum Output {
+    /// A complete, new message: hand it to the application.
+    Deliver(Delivery),
+    /// An event that carries nothing new (exact replay, duplicate response, keep-alive).
+    Skip(Skip),
+    /// A priming event (empty data, own id): the cursor moved.
+    Cursor(Bytes),
+    /// The decoder dropped an event over one of its limits, and the guard lets the stream go on
+    /// (the message it carried is lost; the refusal says which limit).
+    Dropped(TornBoundary),
+    /// The connection is over for the stream (its end was reported, or it went idle): drop it. A
+    /// reconnect follows after the delay, via [`Output::Reconnect`].
+    Disconnected(Resume),
+    /// Send the reconnect request now.
+    Reconnect(Reconnect),
+    /// The stream ended with nothing outstanding.
+    Finished,
+    /// The stream stopped for good.
+    Failed(Failure),
+}
+
+/// What the stream knew about the last event it decided on (kept only with
+/// [`ResumableStream::observe_events`]; `ssegate check` prints it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EventInfo {
+    /// The event's own id (`None` when it had no `id:` line).
+    pub id: Option<Bytes>,
+    /// The event type (`message` when absent).
+    pub event_type: Bytes,
+    /// Data bytes.
+    pub bytes: usize,
+    /// The gate's verdict on the data (`None` for empty data).
+    pub verdict: Option<Verdict>,
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    /// A connection is open: bytes are fed. `last_byte` is the last time a byte (or the response
+    /// head) arrived; `None` until the first.
+    Open { last_byte: Option<Instant> },
+    /// Waiting to reconnect until `until`.
+    Waiting { until: Instant },
+    /// A reconnect was handed out; waiting for its response head.
+    Reconnecting,
+    /// Finished or failed: nothing more happens.
+    Done,
+}
+
+/// The sans-IO resumable stream. See the [module docs](self).
+#[derive(Debug)]
+pub struct ResumableStream {
+    decoder: Decoder,
+    gate: Gate,
+    guard: Guard,
+    config: Config,
+    state: State,
+    /// A connection end reported by the driver, processed once the decoder's events are drained.
+    end: Option<Instant>,
+    /// A reconnect whose delay has passed, to hand out at the next poll.
+    reconnect_due: Option<Reconnect>,
+    resumes: u32,
+    stalled: u32,
+    progressed: bool,
+    attempts: u32,
+    rng: u64,
+    observe: bool,
+    last_event: Option<EventInfo>,
+    /// A failure decided outside `poll`, handed out by the next one.
+    pending: Option<Output>,
+}
+
+impl Default for ResumableStream {
+    fn default() -> Self {
+        ResumableStream::new()
+    }
+}
+
+impl ResumableStream {
+    /// A stream with the default [`Config`], its first connection open.
+    pub fn new() -> ResumableStream {
+        Config::default().build()
+    }
+
+    /// Settings to build a stream from.
+    pub fn config() -> Config {
+        Config::default()
+    }
+
+    /// Registers a request whose response this stream must deliver.
+    pub fn expect_response(&mut self, id: RpcId) {
+        self.guard.expect_response(id);
+    }
+
+    /// Keeps an [`EventInfo`] of each event decided on (for reports such as `ssegate check`).
+    pub fn observe_events(&mut self, on: bool) {
+        self.observe = on;
+    }
+
+    /// The last event decided on, when [`ResumableStream::observe_events`] is on.
+    pub fn last_event(&self) -> Option<&EventInfo> {
+        self.last_event.as_ref()
+    }
+
+    /// The guard (cursor, outstanding requests, counters).
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Resumes so far.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+
+    /// Whether a connection is open and wants its bytes.
+    pub fn is_open(&self) -> bool {
+        matches!(self.state, State::Open { .. }) && self.end.is_none()
+    }
+
+    /// Whether the stream finished or failed.
+    pub fn is_done(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    /// A body chunk arrived at `now`. Ignored unless a connection is open (bytes of a connection
+    /// the stream already gave up on are never decoded).
+    pub fn feed(&mut self, chunk: Bytes, now: Instant) {
+        if let State::Open { last_byte } = &mut self.state
+            && self.end.is_none()
+        {
+            *last_byte = Some(now);
+            self.decoder.feed(chunk);
+        }
+    }
+
+    /// The open connection's body ended at `now`. Its events are drained by the next polls, then
+    /// the guard decides whether and where to resume.
+    pub fn connection_ended(&mut self, cause: EndCause, now: Instant) {
+        let _ = cause; // Both causes are a cut to the guard: the blank line decides, not the transport.
+        if matches!(self.state, State::Open { .. }) && self.end.is_none() {
+            self.end = Some(now);
+        }
+    }
+
+    /// The reconnect request was answered at `now` with this status and these headers.
+    pub fn reconnect_response(&mut self, response: &ReconnectResponse, now: Instant) -> Answer {
+        if !matches!(self.state, State::Reconnecting) {
+            return Answer::Drop;
+        }
+        match self.guard.on_reconnect(response) {
+            Ok(()) => {
+                self.attempts = 0;
+                self.state = State::Open {
+                    last_byte: Some(now),
+                };
+                Answer::Read
+            }
+            Err(e) if matches!(e.kind, Torn::Busy { .. }) => {
+                let asked = e.retry_after();
+                self.retry_later(now, asked, Some(e));
+                Answer::Drop
+            }
+            Err(e) => {
+                self.pending = Some(self.fail(Failure::Refused(e)));
+                Answer::Drop
+            }
+        }
+    }
+
+    /// The reconnect request failed at `now` before a response head (connection refused, reset,
+    /// TLS or DNS error): retried with jittered backoff, a bounded number of times.
+    pub fn reconnect_failed(&mut self, now: Instant) {
+        if matches!(self.state, State::Reconnecting) {
+            self.retry_later(now, None, None);
+        }
+    }
+
+    /// When the stream next needs [`ResumableStream::handle_timeout`], if ever.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.state {
+            State::Waiting { until } => Some(*until),
+            State::Open {
+                last_byte: Some(at),
+            } if self.end.is_none() => {
+                let replay = self.awaiting_replay().then(|| *at + self.guard.replay_timeout());
+                let idle = self.config.idle_timeout.map(|t| *at + t);
+                match (replay, idle) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Time passed: `now` is at or after [`ResumableStream::poll_timeout`] (earlier calls do
+    /// nothing).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.state {
+            State::Waiting { until } if now >= until => {
+                self.state = State::Reconnecting;
+                self.reconnect_due = Some(Reconnect {
+                    last_event_id: self.guard.cursor().cloned(),
+                    attempt: self.attempts + 1,
+                });
+            }
+            State::Open {
+                last_byte: Some(at),
+            } if self.end.is_none() => {
+                let waited = now.saturating_duration_since(at);
+                if self.awaiting_replay() && waited >= self.guard.replay_timeout() {
+                    if let Err(e) = self.guard.on_replay_timeout(waited) {
+                        self.pending = Some(self.fail(Failure::Refused(e)));
+                    }
+                } else if self.config.idle_timeout.is_some_and(|t| waited >= t) {
+                    // An idle connection is a cut: resume it.
+                    self.end = Some(now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The next thing for the driver to do, or `None` until more input or time.
+    pub fn poll(&mut self) -> Option<Output> {
+        if let Some(reconnect) = self.reconnect_due.take() {
+            return Some(Output::Reconnect(reconnect));
+        }
+        if let Some(output) = self.pending.take() {
+            return Some(output);
+        }
+        if let State::Open { .. } = self.state {
+            if let Some(next) = self.decoder.next_event() {
+                return Some(self.on_event(next));
+            }
+            if let Some(now) = self.end.take() {
+                return Some(self.on_end(now));
+            }
+        }
+        None
+    }
+
+    fn awaiting_replay(&self) -> bool {
+        self.guard.is_resuming() && !self.guard.outstanding().is_empty()
+    }
+
+    fn on_event(&mut self, next: Result<sse::Event, sse::DecodeError>) -> Output {
+        let event = match next {
+            Ok(event) => event,
+            Err(error) => {
+                let refusal = self.guard.on_decode_error(&error);
+                if self.guard.failure().is_some() {
+                    return self.fail(Failure::Refused(refusal));
+                }
+                return Output::Dropped(refusal);
+            }
+        };
+        let verdict = (!event.data.is_empty()).then(|| self.gate.check(&event.data));
+        if self.observe {
+            self.last_event = Some(EventInfo {
+                id: event.has_own_id.then(|| event.id.clone()),
+                event_type: Bytes::copy_from_slice(event.event_type()),
+                bytes: event.data.len(),
+                verdict,
+            });
+        }
+        match self
+            .guard
+            .on_event_with_verdict(event, verdict.unwrap_or(Verdict::Incomplete))
+        {
+            Ok(Decision::Deliver(d)) => {
+                self.progressed = true;
+                Output::Deliver(d)
+            }
+            Ok(Decision::Cursor(id)) => {
+                self.progressed = true;
+                Output::Cursor(id)
+            }
+            Ok(Decision::Skip(s)) => Output::Skip(s),
+            Err(e) => self.fail(Failure::Refused(e)),
+        }
+    }
+
+    fn on_end(&mut self, now: Instant) -> Output {
+        let end = ConnectionEnd::from_decoder(&mut self.decoder);
+        let resume = match self.guard.on_disconnect(end) {
+            Ok(resume) => resume,
+            Err(e) => return self.fail(Failure::Refused(e)),
+        };
+        if !resume.needed && !self.config.keep_open {
+            self.state = State::Done;
+            return Output::Finished;
+        }
+        let outstanding = || self.guard.outstanding().to_vec();
+        if self.resumes >= self.config.max_resumes {
+            let failure = Failure::TooManyResumes {
+                resumes: self.resumes,
+                outstanding: outstanding(),
+            };
+            return self.fail(failure);
+        }
+        self.stalled = if self.progressed { 0 } else { self.stalled + 1 };
+        if self.stalled >= self.config.max_stalled_resumes.max(1) && resume.needed {
+            let failure = Failure::NoProgress {
+                resumes: self.stalled,
+                outstanding: outstanding(),
+            };
+            return self.fail(failure);
+        }
+        self.progressed = false;
+        self.resumes += 1;
+        self.attempts = 0;
+        let delay = resume.delay.min(self.config.max_delay);
+        self.state = State::Waiting { until: now + delay };
+        Output::Disconnected(resume)
+    }
+
+    /// Schedules another attempt at the same resume, or fails when the attempts are used up.
+    fn retry_later(&mut self, now: Instant, asked: Option<Duration>, busy: Option<TornBoundary>) {
+        self.attempts += 1;
+        if self.attempts >= self.config.max_reconnect_attempts {
+            let failure = Failure::ReconnectFailed {
+                attempts: self.attempts,
+                last: busy,
+                outstanding: self.guard.outstanding().to_vec(),
+            };
+            self.pending = Some(self.fail(failure));
+            return;
+        }
+        let delay = asked.unwrap_or_else(|| self.backoff_delay());
+        self.state = State::Waiting {
+            until: now + delay.min(self.config.max_delay),
+        };
+    }
+
+    /// `backoff * 2^(attempt-1)`, jittered to 50-100 %.
+    fn backoff_delay(&mut self) -> Duration {
+        let shift = self.attempts.saturating_sub(1).min(16);
+        let full = self.config.backoff.saturating_mul(1 << shift);
+        // xorshift64: the stream has no randomness of its own; the seed comes from the config.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let fraction = 0.5 + (self.rng >> 11) as f64 / (1u64 << 53) as f64 / 2.0;
+        full.mul_f64(fraction)
+    }
+
+    #[cold]
+    fn fail(&mut self, failure: Failure) -> Output {
+        self.state = State::Done;
+        self.end = None;
+        self.reconnect_due = None;
+        Output::Failed(failure)
+    }
+}
+
+/// Parses a `Retry-After` header value: delta-seconds (`120`) or an HTTP-date
+/// (`Wed, 21 Oct 2015 07:28:00 GMT`, and the obsolete forms RFC 9110 accepts) relative to `now`.
+/// A date in the past is zero; anything else is `None`.
+pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        // Saturate: a huge delta is clamped by the stream's max_delay anyway.
+        let secs = text.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+impl ReconnectResponse {
+    /// A `200 text/event-stream` answer (what a replaying server sends).
+    pub fn event_stream() -> ReconnectResponse {
+        ReconnectResponse {
+            status: 200,
+            retry_after: None,
+            content_type: Some("text/event-stream".to_owned()),
+        }
+    }
+
+    /// From a status and the raw `Retry-After` and `Content-Type` header values, at wall-clock
+    /// time `now` (for an HTTP-date `Retry-After`).
+    pub fn from_raw(
+        status: u16,
+        retry_after: Option<&[u8]>,
+        content_type: Option<&[u8]>,
+        now: SystemTime,
+    ) -> ReconnectResponse {
+        ReconnectResponse {
+            status,
+            retry_after: retry_after.and_then(|v| parse_retry_after(v, now)),
+            content_type: content_type.map(|v| String::from_utf8_lossy(v).into_owned()),
+        }
+    }
+
+    /// From an `http` response head, at wall-clock time `now`.
+    #[cfg(feature = "http")]
+    pub fn from_parts(parts: &http::response::Parts, now: SystemTime) -> ReconnectResponse {
+        let header = |name| parts.headers.get(name).map(http::HeaderValue::as_bytes);
+        ReconnectResponse::from_raw(
+            parts.status.as_u16(),
+            header(http::header::RETRY_AFTER),
+            header(http::header::CONTENT_TYPE),
+            now,
+        )
+    }
+}
