@@ -1,31 +1,42 @@
-//! Replays captured SSE responses through the decoder and the guard, event by event.
+//! Replays captured SSE responses through a [`ResumableStream`], event by event: the offline
+//! driver behind `ssegate check`.
 //!
-//! A capture is what `curl -N` saves of one response body; several connections of one stream (the
-//! original response and its resumptions) are concatenated with a marker line between them:
+//! A capture is either what `curl -N` saves of one response body (one connection), or several
+//! connections of one stream (the response and its resumptions) in a length-framed format that no
+//! server output can imitate: a first line `#ssegate-capture v2`, then for each connection a header
+//! line and exactly `bytes` body bytes, and one line feed:
 //!
 //! ```text
-//! #--ssegate-reconnect status=200 content-type=text/event-stream retry-after=2
+//! #ssegate-capture v2
+//! #connection bytes=52
+//! id: 1
+//! data: {"jsonrpc":"2.0","id":1,"result":{"te
+//! #connection bytes=45 status=200 content-type=text/event-stream retry-after=2
+//! <45 bytes of the resumed connection>
 //! ```
 //!
-//! The marker must start a line; the single line feed just before it is the writer's and is not
-//! part of the previous connection (so a connection cut mid-line is written as its bytes, `\n`,
-//! then the marker). Every field after the marker word is optional: `status` defaults to 200 and
-//! `content-type` to `text/event-stream`.
+//! Every header field but `bytes` is optional: `status` defaults to 200 and `content-type` to
+//! `text/event-stream`; on the first connection they are ignored (it is the original response).
+//! [`write_capture`] writes the format.
 #![forbid(unsafe_code)]
 
-use std::time::Duration;
+use std::fmt;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::gate::{Gate, Verdict};
-use crate::guard::{ConnectionEnd, Decision, Guard, ReconnectResponse, Resume, Skip, TornBoundary};
-use crate::sse::{Decoder, Event};
+use crate::guard::{Guard, ReconnectResponse, Skip};
+use crate::message::RpcId;
+use crate::resume::{self, Answer, EventInfo, Output, ResumableStream};
 
-/// The marker word that separates connections in a capture.
-pub const MARKER: &[u8] = b"#--ssegate-reconnect";
+/// The first line of a multi-connection capture.
+pub const HEADER: &[u8] = b"#ssegate-capture v2";
+/// The word that starts each connection's header line.
+pub const CONNECTION: &[u8] = b"#connection";
 
 /// One connection of a capture.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Connection {
     /// The reconnect response that opened it; `None` for the first connection.
     pub response: Option<ReconnectResponse>,
@@ -33,164 +44,270 @@ pub struct Connection {
     pub body: Bytes,
 }
 
-/// Splits a capture into its connections (zero-copy slices of `capture`).
-pub fn split_capture(capture: &Bytes) -> Vec<Connection> {
-    let mut out = Vec::new();
-    let mut response = None;
-    let mut start = 0;
-    let mut at = 0;
-    while let Some(found) = memchr::memmem::find(&capture[at..], MARKER) {
-        let pos = at + found;
-        if pos == 0 || capture[pos - 1] == b'\n' {
-            let body_end = pos.saturating_sub(1).max(start);
-            out.push(Connection {
-                response: response.take(),
-                body: capture.slice(start..body_end),
-            });
-            let line_end =
-                memchr::memchr(b'\n', &capture[pos..]).map_or(capture.len(), |e| pos + e);
-            response = Some(parse_marker(&capture[pos + MARKER.len()..line_end]));
-            start = (line_end + 1).min(capture.len());
-            at = start;
-        } else {
-            at = pos + MARKER.len();
+impl Connection {
+    /// A connection: the original response (`response` `None`) or a resumption.
+    pub fn new(response: Option<ReconnectResponse>, body: Bytes) -> Connection {
+        Connection { response, body }
+    }
+}
+
+/// Why a capture could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// A connection header line is not `#connection bytes=N ...`.
+    BadHeader {
+        /// Byte offset of the line in the capture.
+        offset: usize,
+    },
+    /// A connection announces more body bytes than the capture holds.
+    Truncated {
+        /// Byte offset of the connection's body.
+        offset: usize,
+        /// Bytes announced.
+        announced: usize,
+        /// Bytes left.
+        available: usize,
+    },
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::BadHeader { offset } => write!(
+                f,
+                "capture: expected `#connection bytes=N ...` at byte {offset}"
+            ),
+            CaptureError::Truncated {
+                offset,
+                announced,
+                available,
+            } => write!(
+                f,
+                "capture: the connection at byte {offset} announces {announced} bytes, {available} remain"
+            ),
         }
     }
-    out.push(Connection {
-        response,
-        body: capture.slice(start..),
-    });
+}
+
+impl std::error::Error for CaptureError {}
+
+/// Splits a capture into its connections (zero-copy slices of `capture`). A capture that does not
+/// start with [`HEADER`] is one connection, whatever it contains.
+pub fn split_capture(capture: &Bytes) -> Result<Vec<Connection>, CaptureError> {
+    let Some(rest) = capture.strip_prefix(HEADER) else {
+        return Ok(vec![Connection::new(None, capture.clone())]);
+    };
+    let mut at = capture.len() - rest.len();
+    at += usize::from(capture.get(at) == Some(&b'\n'));
+    let mut out = Vec::new();
+    while at < capture.len() {
+        let line_end = memchr::memchr(b'\n', &capture[at..]).map_or(capture.len(), |e| at + e);
+        let line = &capture[at..line_end];
+        let fields = line
+            .strip_prefix(CONNECTION)
+            .ok_or(CaptureError::BadHeader { offset: at })?;
+        let (bytes, response) =
+            parse_header(fields).ok_or(CaptureError::BadHeader { offset: at })?;
+        let start = (line_end + 1).min(capture.len());
+        let available = capture.len() - start;
+        if bytes > available {
+            return Err(CaptureError::Truncated {
+                offset: start,
+                announced: bytes,
+                available,
+            });
+        }
+        let response = (!out.is_empty()).then_some(response);
+        out.push(Connection::new(
+            response,
+            capture.slice(start..start + bytes),
+        ));
+        at = start + bytes;
+        at += usize::from(capture.get(at) == Some(&b'\n'));
+    }
+    Ok(out)
+}
+
+fn parse_header(fields: &[u8]) -> Option<(usize, ReconnectResponse)> {
+    let text = std::str::from_utf8(fields).ok()?;
+    let mut bytes = None;
+    let mut response = ReconnectResponse::event_stream();
+    for field in text.split_ascii_whitespace() {
+        let (key, value) = field.split_once('=')?;
+        match key {
+            "bytes" => bytes = Some(value.parse().ok()?),
+            "status" => response.status = value.parse().ok()?,
+            "retry-after" => {
+                response.retry_after = Some(Duration::from_secs(value.parse().ok()?));
+            }
+            "content-type" => {
+                response.content_type = (!value.is_empty()).then(|| value.to_string());
+            }
+            _ => return None,
+        }
+    }
+    Some((bytes?, response))
+}
+
+/// Writes connections in the capture format [`split_capture`] reads.
+pub fn write_capture(connections: &[Connection]) -> Vec<u8> {
+    let mut out = HEADER.to_vec();
+    out.push(b'\n');
+    for c in connections {
+        out.extend_from_slice(CONNECTION);
+        out.extend_from_slice(format!(" bytes={}", c.body.len()).as_bytes());
+        if let Some(r) = &c.response {
+            out.extend_from_slice(format!(" status={}", r.status).as_bytes());
+            if let Some(ct) = &r.content_type {
+                out.extend_from_slice(format!(" content-type={ct}").as_bytes());
+            }
+            if let Some(d) = r.retry_after {
+                out.extend_from_slice(format!(" retry-after={}", d.as_secs()).as_bytes());
+            }
+        }
+        out.push(b'\n');
+        out.extend_from_slice(&c.body);
+        out.push(b'\n');
+    }
     out
 }
 
-fn parse_marker(fields: &[u8]) -> ReconnectResponse {
-    let text = String::from_utf8_lossy(fields);
-    let mut response = ReconnectResponse {
-        status: 200,
-        retry_after: None,
-        content_type: Some("text/event-stream".into()),
-    };
-    for field in text.split_ascii_whitespace() {
-        let Some((key, value)) = field.split_once('=') else {
-            continue;
-        };
-        match key {
-            "status" => response.status = value.parse().unwrap_or(200),
-            "retry-after" => response.retry_after = value.parse().ok().map(Duration::from_secs),
-            "content-type" => {
-                response.content_type = (!value.is_empty()).then(|| value.to_string())
-            }
-            _ => {}
-        }
-    }
-    response
-}
-
 /// What happened at one step of a check.
-// Steps are handed to the callback one at a time, by reference: boxing the big variant would only
-// add an allocation per event.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum Step {
-    /// An event and the guard's decision about it.
-    Event {
-        /// The event.
-        event: Event,
-        /// The gate's verdict on its data (`None` for empty data).
-        verdict: Option<Verdict>,
-        /// The guard's decision.
-        decision: Result<Decision, TornBoundary>,
+#[non_exhaustive]
+pub enum Step<'a> {
+    /// The stream's output, with the event it decided on (when the output is about an event).
+    Output {
+        /// The output.
+        output: &'a Output,
+        /// The event behind it, if any.
+        event: Option<&'a EventInfo>,
     },
-    /// A connection ended; the guard's answer.
-    End(Result<Resume, TornBoundary>),
-    /// A reconnect response; the guard's answer.
-    Reconnect(ReconnectResponse, Result<(), TornBoundary>),
-    /// The decoder dropped an event over a limit.
-    DecodeError(crate::sse::DecodeError, TornBoundary),
+    /// A reconnect response and what the stream made of it (a refusal follows as an output).
+    Reconnect {
+        /// The response.
+        response: &'a ReconnectResponse,
+        /// Read the body, or drop it.
+        answer: Answer,
+    },
 }
 
 /// Totals of a check.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Summary {
     /// Connections in the capture.
     pub connections: usize,
     /// Events dispatched by the decoder.
     pub events: u64,
-    /// Messages delivered by the guard.
+    /// Messages delivered.
     pub messages: u64,
     /// Bytes of delivered messages.
     pub bytes: u64,
     /// Events skipped (exact replays, duplicate responses, keep-alives).
     pub skipped: u64,
-    /// Refusals.
+    /// Refusals (0 or 1: the stream stops at the first).
     pub errors: u64,
+    /// Expected responses that never arrived.
+    pub unanswered: Vec<RpcId>,
 }
 
-/// Feeds every connection of a capture through a fresh decoder and `guard`, calling `on_step` for
-/// each step, and returns the totals. Stops at the first refusal (the guard refuses from then on).
+/// Feeds every connection of a capture through a [`ResumableStream`] built from `config`, with
+/// `expect` as the requests whose responses the stream must deliver, calling `on_step` for each
+/// step. Time is synthetic: each scheduled delay passes at once.
 pub fn check(
     connections: &[Connection],
-    guard: &mut Guard,
-    mut on_step: impl FnMut(&Step),
+    config: &resume::Config,
+    expect: &[RpcId],
+    on_step: impl FnMut(Step<'_>),
 ) -> Summary {
-    let mut decoder = Decoder::new();
-    let mut gate = Gate::new();
+    let mut stream = config.build();
+    for id in expect {
+        stream.expect_response(id.clone());
+    }
+    run(connections, &mut stream, on_step)
+}
+
+/// Like [`check`], around a guard the caller built and inspects afterwards (its expected
+/// responses, settings and state are used as they are).
+pub fn check_guard(
+    connections: &[Connection],
+    guard: &mut Guard,
+    on_step: impl FnMut(Step<'_>),
+) -> Summary {
+    let mut stream = resume::Config::default().build_with_guard(std::mem::take(guard));
+    let summary = run(connections, &mut stream, on_step);
+    *guard = stream.into_guard();
+    summary
+}
+
+fn run(
+    connections: &[Connection],
+    stream: &mut ResumableStream,
+    mut on_step: impl FnMut(Step<'_>),
+) -> Summary {
+    // Later connections are replayed even when nothing is outstanding.
+    stream.keep_open(true);
+    stream.observe_events(true);
     let mut summary = Summary {
         connections: connections.len(),
         ..Summary::default()
     };
-    for connection in connections {
-        if let Some(response) = &connection.response {
-            let answer = guard.on_reconnect(response);
-            let refused = answer.is_err();
-            on_step(&Step::Reconnect(response.clone(), answer));
-            if refused {
-                summary.errors += 1;
-                return summary;
+    let mut now = Instant::now();
+    let mut rest = connections.iter();
+    if let Some(first) = rest.next() {
+        stream.feed(first.body.clone(), now);
+        stream.connection_ended(resume::EndCause::Eof, now);
+    }
+    loop {
+        let Some(output) = stream.poll() else {
+            match stream.poll_timeout() {
+                Some(at) => {
+                    now = now.max(at);
+                    stream.handle_timeout(now);
+                    continue;
+                }
+                None => break,
             }
+        };
+        match &output {
+            Output::Deliver(d) => {
+                summary.messages += 1;
+                summary.bytes += d.message.len() as u64;
+            }
+            Output::Skip(_) => summary.skipped += 1,
+            Output::Failed(_) => summary.errors += 1,
+            _ => {}
         }
-        decoder.feed(connection.body.clone());
-        while let Some(next) = decoder.next_event() {
-            let event = match next {
-                Ok(event) => event,
-                Err(e) => {
-                    let refusal = guard.on_decode_error(&e);
-                    on_step(&Step::DecodeError(e, refusal));
-                    summary.errors += 1;
-                    return summary;
-                }
-            };
-            summary.events += 1;
-            let verdict = (!event.data.is_empty()).then(|| gate.check(&event.data));
-            let decision =
-                guard.on_event_with_verdict(event.clone(), verdict.unwrap_or(Verdict::Incomplete));
-            match &decision {
-                Ok(Decision::Deliver(d)) => {
-                    summary.messages += 1;
-                    summary.bytes += d.message.data().len() as u64;
-                }
-                Ok(Decision::Skip(_)) => summary.skipped += 1,
-                Ok(Decision::Cursor(_)) => {}
-                Err(_) => summary.errors += 1,
-            }
-            let refused = decision.is_err();
-            on_step(&Step::Event {
-                event,
-                verdict,
-                decision,
+        let about_event = matches!(
+            output,
+            Output::Deliver(_) | Output::Skip(_) | Output::Cursor(_) | Output::Failed(_)
+        );
+        let event = stream.last_event().filter(|_| about_event);
+        on_step(Step::Output {
+            output: &output,
+            event,
+        });
+        if let Output::Reconnect(_) = output {
+            let Some(next) = rest.next() else { break };
+            let response = next
+                .response
+                .clone()
+                .unwrap_or_else(ReconnectResponse::event_stream);
+            let answer = stream.reconnect_response(&response, now);
+            on_step(Step::Reconnect {
+                response: &response,
+                answer,
             });
-            if refused {
-                return summary;
+            if answer == Answer::Read {
+                stream.feed(next.body.clone(), now);
+                stream.connection_ended(resume::EndCause::Eof, now);
             }
-        }
-        let end = guard.on_disconnect(ConnectionEnd::from_decoder(&mut decoder));
-        let refused = end.is_err();
-        on_step(&Step::End(end));
-        if refused {
-            summary.errors += 1;
-            return summary;
         }
     }
+    summary.events = stream.guard().stats().events;
+    summary.unanswered = stream.guard().outstanding().to_vec();
     summary
 }
 

@@ -59,7 +59,9 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 
 use crate::gate::{Gate, Verdict};
-use crate::guard::{self, ConnectionEnd, Decision, Delivery, Guard, Resume, Skip, Torn, TornBoundary};
+use crate::guard::{
+    self, ConnectionEnd, Decision, Delivery, Guard, Resume, Skip, Torn, TornBoundary,
+};
 use crate::message::RpcId;
 use crate::sse::{self, Decoder};
 
@@ -171,10 +173,16 @@ impl Config {
 
     /// A stream with these settings.
     pub fn build(&self) -> ResumableStream {
+        self.build_with_guard(self.guard.build())
+    }
+
+    /// A stream with these settings around a guard the caller built (its settings win over
+    /// [`Config::guard`]); [`ResumableStream::into_guard`] hands it back.
+    pub fn build_with_guard(&self, guard: Guard) -> ResumableStream {
         ResumableStream {
             decoder: self.decoder.build(),
             gate: Gate::new(),
-            guard: self.guard.build(),
+            guard,
             config: self.clone(),
             state: State::Open { last_byte: None },
             end: None,
@@ -326,7 +334,8 @@ pub enum Output {
     /// (the message it carried is lost; the refusal says which limit).
     Dropped(TornBoundary),
     /// The connection is over for the stream (its end was reported, or it went idle): drop it. A
-    /// reconnect follows after the delay, via [`Output::Reconnect`].
+    /// reconnect follows after `delay` (the server's, clamped by [`Config::max_delay`]), via
+    /// [`Output::Reconnect`].
     Disconnected(Resume),
     /// Send the reconnect request now.
     Reconnect(Reconnect),
@@ -409,6 +418,11 @@ impl ResumableStream {
         self.guard.expect_response(id);
     }
 
+    /// Reconnects even when nothing is outstanding (see [`Config::keep_open`]).
+    pub fn keep_open(&mut self, on: bool) {
+        self.config.keep_open = on;
+    }
+
     /// Keeps an [`EventInfo`] of each event decided on (for reports such as `ssegate check`).
     pub fn observe_events(&mut self, on: bool) {
         self.observe = on;
@@ -422,6 +436,11 @@ impl ResumableStream {
     /// The guard (cursor, outstanding requests, counters).
     pub fn guard(&self) -> &Guard {
         &self.guard
+    }
+
+    /// The guard, for a caller that keeps it beyond the stream.
+    pub fn into_guard(self) -> Guard {
+        self.guard
     }
 
     /// Resumes so far.
@@ -464,6 +483,7 @@ impl ResumableStream {
         if !matches!(self.state, State::Reconnecting) {
             return Answer::Drop;
         }
+        self.last_event = None;
         match self.guard.on_reconnect(response) {
             Ok(()) => {
                 self.attempts = 0;
@@ -499,7 +519,9 @@ impl ResumableStream {
             State::Open {
                 last_byte: Some(at),
             } if self.end.is_none() => {
-                let replay = self.awaiting_replay().then(|| *at + self.guard.replay_timeout());
+                let replay = self
+                    .awaiting_replay()
+                    .then(|| *at + self.guard.replay_timeout());
                 let idle = self.config.idle_timeout.map(|t| *at + t);
                 match (replay, idle) {
                     (Some(a), Some(b)) => Some(a.min(b)),
@@ -565,6 +587,7 @@ impl ResumableStream {
         let event = match next {
             Ok(event) => event,
             Err(error) => {
+                self.last_event = None;
                 let refusal = self.guard.on_decode_error(&error);
                 if self.guard.failure().is_some() {
                     return self.fail(Failure::Refused(refusal));
@@ -599,8 +622,9 @@ impl ResumableStream {
     }
 
     fn on_end(&mut self, now: Instant) -> Output {
+        self.last_event = None;
         let end = ConnectionEnd::from_decoder(&mut self.decoder);
-        let resume = match self.guard.on_disconnect(end) {
+        let mut resume = match self.guard.on_disconnect(end) {
             Ok(resume) => resume,
             Err(e) => return self.fail(Failure::Refused(e)),
         };
@@ -627,8 +651,10 @@ impl ResumableStream {
         self.progressed = false;
         self.resumes += 1;
         self.attempts = 0;
-        let delay = resume.delay.min(self.config.max_delay);
-        self.state = State::Waiting { until: now + delay };
+        resume.delay = resume.delay.min(self.config.max_delay);
+        self.state = State::Waiting {
+            until: now + resume.delay,
+        };
         Output::Disconnected(resume)
     }
 

@@ -19,10 +19,26 @@ fn check(args: &[&str], input: &[u8]) -> Output {
 
 const FIRST: &str = "id: s1-0\nretry: 500\ndata:\n\nid: s1-1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\nid: s1-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"te";
 
+/// A v2 capture: the first connection, then `(header fields, body)` for each resumption.
+fn capture(first: &str, resumes: &[(&str, &str)]) -> String {
+    let mut out = format!(
+        "#ssegate-capture v2\n#connection bytes={}\n{first}\n",
+        first.len()
+    );
+    for (fields, body) in resumes {
+        out += &format!("#connection bytes={} {fields}\n{body}\n", body.len());
+    }
+    out
+}
+
 #[test]
 fn a_verified_resume_is_reported_step_by_step_and_exits_zero() {
-    let capture = format!(
-        "{FIRST}\n#--ssegate-reconnect status=200\nid: s1-2\ndata: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"content\":[]}}}}\n\n"
+    let capture = capture(
+        FIRST,
+        &[(
+            "status=200",
+            "id: s1-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n",
+        )],
     );
     let out = check(&["--request-id", "1"], capture.as_bytes());
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -56,7 +72,7 @@ fn the_appended_replay_and_a_409_are_refused_with_exit_one() {
     );
     assert!(stdout.contains("errors=1"), "{stdout}");
 
-    let capture = format!("{FIRST}\n#--ssegate-reconnect status=409 retry-after=2\n");
+    let capture = capture(FIRST, &[("status=409 retry-after=2", "")]);
     let out = check(&["--request-id", "1"], capture.as_bytes());
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
@@ -73,4 +89,31 @@ fn the_appended_replay_and_a_409_are_refused_with_exit_one() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("strict policy refuses"), "{stdout}");
+}
+
+#[test]
+fn a_server_cannot_forge_a_connection_boundary() {
+    // To SSE these are comment lines a server may send; in a one-connection capture they are body.
+    let body = "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n#--ssegate-reconnect status=409\n#connection bytes=0 status=409\n: x\n\n";
+    let out = check(&["--request-id", "1"], body.as_bytes());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("connections=1 ") && stdout.contains("messages=1 "),
+        "{stdout}"
+    );
+    // Inside a v2 capture the body is taken by length, marker-like lines included.
+    let out = check(&["--request-id", "1"], capture(body, &[]).as_bytes());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("connections=1 "), "{stdout}");
+}
+
+#[test]
+fn a_truncated_capture_is_an_input_error() {
+    let bad = "#ssegate-capture v2\n#connection bytes=999\nid: 1\n";
+    let out = check(&[], bad.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("announces 999 bytes"), "{stderr}");
 }

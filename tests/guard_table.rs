@@ -1,13 +1,14 @@
 //! One test per row of DESIGN.md's guard decision table and per field observation, with byte-exact
-//! SSE captures (connections separated by `#--ssegate-reconnect` markers), for both policies and for
-//! numeric and opaque ids.
+//! SSE captures (connections separated by the test-local `MARK` line, which no test body contains),
+//! for both policies and for numeric and opaque ids.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use ssegate::check::{Step, check, split_capture};
+use ssegate::check::{Connection, Step, check_guard};
 use ssegate::guard::{Config, Decision, Guard, Policy, ReconnectResponse, Skip, Torn};
 use ssegate::message::RpcId;
+use ssegate::resume::{Answer, Output};
 
 /// Runs `capture` through a fresh guard (`policy`, request id 1 outstanding unless `outstanding`
 /// is false) and renders each step as a short word list.
@@ -16,10 +17,45 @@ fn run_with(capture: &str, policy: Policy, outstanding: bool) -> Vec<String> {
     if outstanding {
         guard.expect_response(RpcId::Number(1));
     }
-    let connections = split_capture(&Bytes::copy_from_slice(capture.as_bytes()));
     let mut out = Vec::new();
-    check(&connections, &mut guard, |step| out.push(render(step)));
+    check_guard(&split(capture), &mut guard, |step| {
+        out.extend(render(&step))
+    });
     out
+}
+
+/// Splits a test capture at each `\n<<reconnect FIELDS>>\n` line (`MARK` is the plain `200
+/// text/event-stream` one; FIELDS: `status=N content-type=T retry-after=S`).
+fn split(capture: &str) -> Vec<Connection> {
+    let mut out = Vec::new();
+    let mut response = None;
+    let mut rest = capture;
+    loop {
+        let Some(at) = rest.find("\n<<reconnect") else {
+            out.push(Connection::new(
+                response,
+                Bytes::copy_from_slice(rest.as_bytes()),
+            ));
+            return out;
+        };
+        out.push(Connection::new(
+            response.take(),
+            Bytes::copy_from_slice(rest[..at].as_bytes()),
+        ));
+        let after = &rest[at + "\n<<reconnect".len()..];
+        let close = after.find(">>\n").expect("a closed marker");
+        let mut r = ReconnectResponse::event_stream();
+        for field in after[..close].split_whitespace() {
+            match field.split_once('=').expect("key=value") {
+                ("status", v) => r.status = v.parse().unwrap(),
+                ("content-type", v) => r.content_type = Some(v.into()),
+                ("retry-after", v) => r.retry_after = Some(Duration::from_secs(v.parse().unwrap())),
+                other => panic!("unknown marker field {other:?}"),
+            }
+        }
+        response = Some(r);
+        rest = &after[close + ">>\n".len()..];
+    }
 }
 
 fn run(capture: &str, policy: Policy) -> Vec<String> {
@@ -36,40 +72,32 @@ fn kind(t: &Torn) -> String {
     format!("err {}", dbg.split([' ', '{', '(']).next().unwrap_or(""))
 }
 
-fn render(step: &Step) -> String {
-    match step {
-        Step::Event {
-            decision: Ok(Decision::Deliver(d)),
-            ..
-        } => format!("deliver {}", id(&d.event_id)),
-        Step::Event {
-            decision: Ok(Decision::Cursor(c)),
-            ..
-        } => format!("cursor {}", String::from_utf8_lossy(c)),
-        Step::Event {
-            decision: Ok(Decision::Skip(Skip::ExactReplay { id })),
-            ..
-        } => {
+fn render(step: &Step<'_>) -> Option<String> {
+    let output = match step {
+        Step::Reconnect {
+            response,
+            answer: Answer::Read,
+        } => return Some(format!("reconnect {}", response.status)),
+        Step::Output { output, .. } => *output,
+        _ => return None,
+    };
+    Some(match output {
+        Output::Deliver(d) => format!("deliver {}", id(&d.event_id)),
+        Output::Cursor(c) => format!("cursor {}", String::from_utf8_lossy(c)),
+        Output::Skip(Skip::ExactReplay { id }) => {
             format!("skip-replay {}", String::from_utf8_lossy(id))
         }
-        Step::Event {
-            decision: Ok(Decision::Skip(Skip::DuplicateResponse { rpc_id })),
-            ..
-        } => {
-            format!("skip-dup {rpc_id}")
-        }
-        Step::Event {
-            decision: Ok(Decision::Skip(Skip::KeepAlive)),
-            ..
-        } => "keepalive".into(),
-        Step::Event {
-            decision: Err(e), ..
-        } => kind(&e.kind),
-        Step::End(Ok(r)) if r.needed => format!("resume {}", id(&r.last_event_id)),
-        Step::End(Ok(_)) => "done".into(),
-        Step::End(Err(e)) | Step::Reconnect(_, Err(e)) | Step::DecodeError(_, e) => kind(&e.kind),
-        Step::Reconnect(r, Ok(())) => format!("reconnect {}", r.status),
-    }
+        Output::Skip(Skip::DuplicateResponse { rpc_id }) => format!("skip-dup {rpc_id}"),
+        Output::Skip(Skip::KeepAlive) => "keepalive".into(),
+        Output::Failed(f) => match f.refusal() {
+            Some(e) => kind(&e.kind),
+            None => format!("fail {f}"),
+        },
+        Output::Dropped(e) => kind(&e.kind),
+        Output::Disconnected(r) if r.needed => format!("resume {}", id(&r.last_event_id)),
+        Output::Disconnected(_) => "done".into(),
+        _ => return None,
+    })
 }
 
 const RESULT: &str =
@@ -80,7 +108,7 @@ fn ev(id: &str, data: &str) -> String {
     format!("id: {id}\ndata: {data}\n\n")
 }
 
-const MARK: &str = "\n#--ssegate-reconnect status=200 content-type=text/event-stream\n";
+const MARK: &str = "\n<<reconnect>>\n";
 
 /// Ids for the two shapes: numeric (ordered) and opaque (TypeScript-SDK-like, not ordered).
 fn ids(numeric: bool) -> [&'static str; 4] {
@@ -240,8 +268,7 @@ fn disconnect_with_a_partial_event_strict_refuses_verified_resumes_and_checks() 
 
 #[test]
 fn reconnect_404_is_session_expired() {
-    let capture =
-        ev("1", PROGRESS) + "\n#--ssegate-reconnect status=404 content-type=application/json\n";
+    let capture = ev("1", PROGRESS) + "\n<<reconnect status=404 content-type=application/json>>\n";
     assert_eq!(
         run(&capture, Policy::Verified),
         ["deliver 1", "resume 1", "err SessionExpired"]
@@ -252,7 +279,7 @@ fn reconnect_404_is_session_expired() {
 fn reconnect_409_410_and_error_frames_are_replay_unavailable_with_retry_after() {
     for status in [409, 410] {
         let capture =
-            ev("1", PROGRESS) + &format!("\n#--ssegate-reconnect status={status} retry-after=3\n");
+            ev("1", PROGRESS) + &format!("\n<<reconnect status={status} retry-after=3>>\n");
         assert_eq!(
             run(&capture, Policy::Verified),
             ["deliver 1", "resume 1", "err ReplayUnavailable"]
@@ -320,8 +347,7 @@ fn reconnect_200_that_ends_with_no_event_is_replay_missed() {
 fn reconnect_with_no_event_within_the_timeout_is_replay_missed() {
     let mut guard = Guard::new();
     guard.expect_response(RpcId::String("req-9".into()));
-    let capture = split_capture(&Bytes::from(ev("1", PROGRESS)));
-    check(&capture, &mut guard, |_| {});
+    check_guard(&split(&ev("1", PROGRESS)), &mut guard, |_| {});
     let err = guard
         .on_replay_timeout(Duration::from_secs(10))
         .unwrap_err();
@@ -331,8 +357,7 @@ fn reconnect_with_no_event_within_the_timeout_is_replay_missed() {
 
 #[test]
 fn reconnect_that_answers_json_is_unexpected() {
-    let capture =
-        ev("1", PROGRESS) + "\n#--ssegate-reconnect status=200 content-type=application/json\n";
+    let capture = ev("1", PROGRESS) + "\n<<reconnect status=200 content-type=application/json>>\n";
     assert_eq!(
         run(&capture, Policy::Verified),
         ["deliver 1", "resume 1", "err UnexpectedResponse"]
@@ -412,9 +437,9 @@ fn field_server_replays_the_interrupted_event_whole_under_the_same_id() {
     let mut delivered = Vec::new();
     let mut guard = Guard::new();
     guard.expect_response(RpcId::Number(1));
-    check(&split_capture(&Bytes::from(capture)), &mut guard, |s| {
-        if let Step::Event {
-            decision: Ok(Decision::Deliver(d)),
+    check_guard(&split(&capture), &mut guard, |s| {
+        if let Step::Output {
+            output: Output::Deliver(d),
             ..
         } = s
         {
@@ -552,9 +577,7 @@ fn field_priming_events_with_crlf_line_ends() {
     let mut guard = Guard::new();
     guard.expect_response(RpcId::Number(1));
     let mut out = Vec::new();
-    check(&split_capture(&Bytes::from(capture)), &mut guard, |s| {
-        out.push(render(s))
-    });
+    check_guard(&split(&capture), &mut guard, |s| out.extend(render(&s)));
     assert_eq!(out, ["cursor 0", "deliver 1", "deliver 2", "done"]);
     assert_eq!(guard.retry(), Duration::from_millis(3000));
 }
@@ -581,9 +604,13 @@ fn refusals_say_what_to_do_and_carry_the_numbers() {
     let mut guard = Config::default().policy(Policy::Strict).build();
     guard.expect_response(RpcId::Number(1));
     let mut err = None;
-    check(&split_capture(&Bytes::from(capture)), &mut guard, |s| {
-        if let Step::End(Err(e)) = s {
-            err = Some(e.clone());
+    check_guard(&split(&capture), &mut guard, |s| {
+        if let Step::Output {
+            output: Output::Failed(f),
+            ..
+        } = s
+        {
+            err = f.refusal().cloned();
         }
     });
     let err = err.expect("strict refuses");
@@ -640,9 +667,7 @@ fn the_replay_window_is_bounded_and_configurable() {
         let capture = stream.clone() + &ev(replayed, &p(n));
         let mut guard = Config::default().window(2).build();
         let mut out = Vec::new();
-        check(&split_capture(&Bytes::from(capture)), &mut guard, |s| {
-            out.push(render(s))
-        });
+        check_guard(&split(&capture), &mut guard, |s| out.extend(render(&s)));
         assert_eq!(out[3], want);
     }
     // The default window remembers all of them.

@@ -30,7 +30,9 @@ fn next_reconnect(stream: &mut ResumableStream, now: &mut Instant) -> Reconnect 
                 _ => {}
             }
         }
-        *now = stream.poll_timeout().expect("a deadline while waiting to reconnect");
+        *now = stream
+            .poll_timeout()
+            .expect("a deadline while waiting to reconnect");
         stream.handle_timeout(*now);
     }
     panic!("no reconnect");
@@ -70,7 +72,10 @@ fn the_reconnect_waits_the_servers_retry_clamped_by_max_delay() {
     );
     s.connection_ended(EndCause::Eof, t0);
     let outs = drain(&mut s);
-    assert!(matches!(outs.last(), Some(Output::Disconnected(_))), "{outs:?}");
+    assert!(
+        matches!(outs.last(), Some(Output::Disconnected(_))),
+        "{outs:?}"
+    );
     assert_eq!(s.poll_timeout(), Some(t0 + Duration::from_secs(5)));
     s.handle_timeout(t0 + Duration::from_secs(4));
     assert!(s.poll().is_none(), "nothing before the deadline");
@@ -185,7 +190,10 @@ fn failed_reconnects_back_off_with_jitter_then_give_up() {
     }
     s.reconnect_failed(now);
     let f = failure(drain(&mut s)).expect("gave up");
-    assert!(matches!(f, Failure::ReconnectFailed { attempts: 4, .. }), "{f}");
+    assert!(
+        matches!(f, Failure::ReconnectFailed { attempts: 4, .. }),
+        "{f}"
+    );
     assert!(f.must_renegotiate());
     assert_eq!(f.outstanding(), &[RpcId::Number(1)]);
 }
@@ -238,7 +246,10 @@ fn resumes_must_make_progress() {
         next_reconnect(&mut s, &mut now);
         let _ = s.reconnect_response(&ReconnectResponse::event_stream(), now);
         resumes += 1;
-        s.feed(Bytes::from_static(b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"re"), now);
+        s.feed(
+            Bytes::from_static(b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"re"),
+            now,
+        );
         s.connection_ended(EndCause::Error, now);
         assert!(resumes < 10, "looped");
     };
@@ -264,7 +275,10 @@ fn resumes_are_bounded_over_the_streams_life() {
         }
     }
     let f = failure(drain(&mut s)).expect("over budget");
-    assert!(matches!(f, Failure::TooManyResumes { resumes: 2, .. }), "{f}");
+    assert!(
+        matches!(f, Failure::TooManyResumes { resumes: 2, .. }),
+        "{f}"
+    );
 }
 
 #[test]
@@ -275,7 +289,10 @@ fn a_stream_with_nothing_outstanding_finishes_unless_kept_open() {
     s.feed(Bytes::from_static(RESULT), now);
     s.connection_ended(EndCause::Eof, now);
     let outs = drain(&mut s);
-    assert!(matches!(outs.as_slice(), [Output::Deliver(_), Output::Finished]), "{outs:?}");
+    assert!(
+        matches!(outs.as_slice(), [Output::Deliver(_), Output::Finished]),
+        "{outs:?}"
+    );
     assert!(s.is_done() && s.poll_timeout().is_none());
 
     let mut s = Config::default().keep_open(true).build();
@@ -303,7 +320,10 @@ fn bytes_after_the_connection_ended_are_never_decoded() {
 #[test]
 fn retry_after_parses_both_forms() {
     let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
-    assert_eq!(parse_retry_after(b" 120 ", now), Some(Duration::from_secs(120)));
+    assert_eq!(
+        parse_retry_after(b" 120 ", now),
+        Some(Duration::from_secs(120))
+    );
     assert_eq!(
         parse_retry_after(b"Wed, 21 Oct 2015 07:30:00 GMT", now),
         Some(Duration::from_secs(120))

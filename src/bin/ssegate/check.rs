@@ -5,22 +5,26 @@ use std::process::ExitCode;
 
 use bytes::Bytes;
 use ssegate::check::{Step, check, describe_skip, split_capture};
-use ssegate::guard::{Config, Decision, Policy};
+use ssegate::guard::{self, Policy};
 use ssegate::message::RpcId;
+use ssegate::resume::{self, Answer, EventInfo, Output};
 
 use crate::input::read_input;
 
 /// Report on a captured MCP SSE response (as `curl -N` saves it): every event, the gate's verdict
 /// and the guard's decision, then a summary. Exits 1 when the guard refused anything.
 ///
-/// Several connections of one stream (the response and its resumptions) may be concatenated, each
-/// after a marker line that starts a line of its own:
+/// Several connections of one stream (the response and its resumptions) go in a length-framed
+/// capture that no server output can imitate:
 ///
-///     #--ssegate-reconnect status=200 content-type=text/event-stream retry-after=2
+///     #ssegate-capture v2
+///     #connection bytes=N
+///     <N bytes: the original response>
+///     #connection bytes=M status=200 content-type=text/event-stream retry-after=2
+///     <M bytes: the resumed connection>
 ///
-/// (every field optional; status defaults to 200, content-type to text/event-stream). The single
-/// line feed just before a marker belongs to the marker, not to the previous connection, so a
-/// connection cut mid-line is written as its bytes, a line feed, then the marker.
+/// (every field but `bytes` optional; status defaults to 200, content-type to text/event-stream).
+/// A file without the first line is one connection.
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct CheckArgs {
@@ -62,16 +66,30 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         PolicyArg::Strict => Policy::Strict,
         PolicyArg::Verified => Policy::Verified,
     };
-    let mut guard = Config::default().policy(policy).build();
-    for id in &args.request_ids {
-        guard.expect_response(
+    let mut guard = guard::Config::default();
+    guard.policy(policy);
+    let mut config = resume::Config::default();
+    config.guard(guard);
+    let expect: Vec<RpcId> = args
+        .request_ids
+        .iter()
+        .map(|id| {
             id.parse::<i64>()
-                .map_or_else(|_| RpcId::String(id.as_str().into()), RpcId::Number),
-        );
-    }
-    let connections = split_capture(&capture);
-    let summary = check(&connections, &mut guard, |step| println!("{}", line(step)));
-    let unanswered = guard.outstanding().len();
+                .map_or_else(|_| RpcId::String(id.as_str().into()), RpcId::Number)
+        })
+        .collect();
+    let connections = match split_capture(&capture) {
+        Ok(connections) => connections,
+        Err(e) => {
+            eprintln!("ssegate check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let summary = check(&connections, &config, &expect, |step| {
+        if let Some(line) = line(&step) {
+            println!("{line}");
+        }
+    });
     println!(
         "summary: connections={} events={} messages={} bytes={} skipped={} errors={} unanswered={}",
         summary.connections,
@@ -80,7 +98,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         summary.bytes,
         summary.skipped,
         summary.errors,
-        unanswered
+        summary.unanswered.len()
     );
     if summary.errors > 0 {
         ExitCode::from(1)
@@ -89,33 +107,43 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     }
 }
 
-fn line(step: &Step) -> String {
-    match step {
-        Step::Event {
-            event,
-            verdict,
-            decision,
-        } => {
-            let own = event.has_own_id.then_some(&event.id);
+fn event_head(e: &EventInfo) -> String {
+    format!(
+        "event     id={} type={} bytes={} verdict={}",
+        show_opt(e.id.as_ref()),
+        String::from_utf8_lossy(&e.event_type),
+        e.bytes,
+        e.verdict.map_or("-", |v| v.as_str())
+    )
+}
+
+/// One line per step; `None` for steps that only schedule (the reconnect itself is reported with
+/// its response).
+fn line(step: &Step<'_>) -> Option<String> {
+    let (output, event) = match step {
+        Step::Output { output, event } => (*output, *event),
+        Step::Reconnect { response, answer } => {
             let head = format!(
-                "event     id={} type={} bytes={} verdict={}",
-                show_opt(own),
-                String::from_utf8_lossy(event.event_type()),
-                event.data.len(),
-                verdict.map_or("-", |v| v.as_str())
+                "reconnect {} {}",
+                response.status,
+                response.content_type.as_deref().unwrap_or("-")
             );
-            let decision = match decision {
-                Ok(Decision::Deliver(d)) => match &d.rpc.id {
-                    Some(id) => format!("deliver ({:?} {id})", d.rpc.kind),
-                    None => format!("deliver ({:?})", d.rpc.kind),
-                },
-                Ok(Decision::Skip(s)) => describe_skip(s),
-                Ok(Decision::Cursor(c)) => format!("cursor := {}", show(c)),
-                Err(e) => format!("REFUSE: {e}"),
-            };
-            format!("{head} -> {decision}")
+            return Some(match answer {
+                Answer::Read => format!("{head} -> ok"),
+                Answer::Drop => format!("{head} -> drop the body"),
+            });
         }
-        Step::End(Ok(resume)) => {
+        _ => return None,
+    };
+    let decision = match output {
+        Output::Deliver(d) => match &d.rpc.id {
+            Some(id) => format!("deliver ({:?} {id})", d.rpc.kind),
+            None => format!("deliver ({:?})", d.rpc.kind),
+        },
+        Output::Skip(s) => describe_skip(s),
+        Output::Cursor(c) => format!("cursor := {}", show(c)),
+        Output::Dropped(e) => return Some(format!("decode    -> DROP: {e}")),
+        Output::Disconnected(resume) => {
             let how = match &resume.discarded {
                 Some(p) => format!(
                     "cut inside an event ({} bytes, id {}) discarded",
@@ -124,7 +152,7 @@ fn line(step: &Step) -> String {
                 ),
                 None => "at an event boundary".to_string(),
             };
-            if resume.needed {
+            return Some(if resume.needed {
                 format!(
                     "end       {how} -> resume from {} after {} ms",
                     show_opt(resume.last_event_id.as_ref()),
@@ -132,20 +160,13 @@ fn line(step: &Step) -> String {
                 )
             } else {
                 format!("end       {how} -> nothing outstanding")
-            }
+            });
         }
-        Step::End(Err(e)) => format!("end       -> REFUSE: {e}"),
-        Step::Reconnect(r, answer) => {
-            let head = format!(
-                "reconnect {} {}",
-                r.status,
-                r.content_type.as_deref().unwrap_or("-")
-            );
-            match answer {
-                Ok(()) => format!("{head} -> ok"),
-                Err(e) => format!("{head} -> REFUSE: {e}"),
-            }
-        }
-        Step::DecodeError(e, refusal) => format!("decode    {e} -> REFUSE: {refusal}"),
-    }
+        Output::Failed(e) => format!("REFUSE: {e}"),
+        _ => return None,
+    };
+    Some(match event {
+        Some(e) => format!("{} -> {decision}", event_head(e)),
+        None => format!("end       -> {decision}"),
+    })
 }
