@@ -40,7 +40,7 @@ fn split(capture: &str) -> Vec<Connection> {
         };
         out.push(Connection::new(
             response.take(),
-            Bytes::copy_from_slice(rest[..at].as_bytes()),
+            Bytes::copy_from_slice(&rest.as_bytes()[..at]),
         ));
         let after = &rest[at + "\n<<reconnect".len()..];
         let close = after.find(">>\n").expect("a closed marker");
