@@ -67,6 +67,9 @@ use crate::sse::{self, Decoder};
 
 pub use crate::guard::ReconnectResponse;
 
+#[cfg(feature = "transport")]
+pub mod stream;
+
 /// Settings of a [`ResumableStream`]. Setters take `&mut self` and chain.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
