@@ -140,21 +140,20 @@ where
                 }
             }
             // 2. A reconnect in flight.
-            if let Some(connecting) = &mut this.connecting {
-                if let Poll::Ready(result) = connecting.as_mut().poll(cx) {
-                    this.connecting = None;
-                    let now = Instant::now();
-                    match result {
-                        Ok((response, body)) => {
-                            if this.stream.reconnect_response(&response, now) == super::Answer::Read
-                            {
-                                this.body = Some(body);
-                            }
+            if let Some(connecting) = &mut this.connecting
+                && let Poll::Ready(result) = connecting.as_mut().poll(cx)
+            {
+                this.connecting = None;
+                let now = Instant::now();
+                match result {
+                    Ok((response, body)) => {
+                        if this.stream.reconnect_response(&response, now) == super::Answer::Read {
+                            this.body = Some(body);
                         }
-                        Err(_) => this.stream.reconnect_failed(now),
                     }
-                    continue;
+                    Err(_) => this.stream.reconnect_failed(now),
                 }
+                continue;
             }
             // 3. The open connection's bytes.
             if let Some(body) = &mut this.body
