@@ -18,6 +18,8 @@ pub mod client;
 #[cfg(feature = "transport")]
 pub mod demo;
 #[cfg(feature = "transport")]
+pub mod probe;
+#[cfg(feature = "transport")]
 pub mod proxy;
 #[cfg(feature = "transport")]
 pub mod server;

@@ -1141,6 +1141,24 @@ impl Client {
         }
     }
 
+    /// POSTs `body` on the current session, answer unread (for the probe).
+    pub(crate) async fn post_raw(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
+        self.post(&self.session(), body, "request").await
+    }
+
+    /// `GET` with `Last-Event-ID` on the current session, answer unread (for the probe).
+    pub(crate) async fn get_raw(
+        &self,
+        last_event_id: HeaderValue,
+    ) -> Result<reqwest::Response, ClientError> {
+        self.request(reqwest::Method::GET, &self.session())
+            .header(header::ACCEPT, "text/event-stream")
+            .header("last-event-id", last_event_id)
+            .send()
+            .await
+            .map_err(ClientError::http("resume"))
+    }
+
     /// Ends the session with `DELETE` (nothing to do for a sessionless server).
     pub async fn close(self) -> Result<(), ClientError> {
         let session = self.session();
