@@ -2,16 +2,15 @@
 //! proxy, over hundreds of random cuts: the exact result, or a typed refusal followed by a
 //! renegotiated retry that delivers it; never a corrupt result. The naive client, same cuts, does
 //! deliver corrupt results, so the fault injection is real.
-#![cfg(feature = "transport")]
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use ssegate::client::{Client, ClientConfig, ClientError};
-use ssegate::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
 use ssegate::guard::Torn;
-use ssegate::server::{ServerConfig, ServerMode};
+use ssegate_testkit::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
+use ssegate_testkit::server::{ServerConfig, ServerMode};
 
 const SIZE: usize = 128 << 10;
 const GUARDED_TRIALS: usize = 104;
@@ -157,9 +156,11 @@ async fn non_retryable_refusal_is_a_typed_error() {
             .await
             .unwrap();
         let first_session = client.session_id().unwrap().to_owned();
-        harness.proxy().set_next_cut(ssegate::proxy::Cut::At(
-            (layout.big_start + layout.big_end) / 2,
-        ));
+        harness
+            .proxy()
+            .set_next_cut(ssegate_testkit::proxy::Cut::At(
+                (layout.big_start + layout.big_end) / 2,
+            ));
         let err = client
             .call_tool("big_result", json!({}), false)
             .await
@@ -207,7 +208,7 @@ async fn json_and_sse_answers_and_session_lifecycle() {
                 .call_tool("big_result", json!({"size": 1000, "seed": 3}), true)
                 .await
                 .unwrap();
-            let expected = ssegate::server::expected_result(&json!(2), 1000, 3);
+            let expected = ssegate_testkit::server::expected_result(&json!(2), 1000, 3);
             assert!(big.message.data().eq_bytes(&expected));
             assert_eq!(
                 big.outcome.other_messages, 3,

@@ -27,7 +27,7 @@
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
-//! use ssegate::server::{ServerConfig, ServerMode};
+//! use ssegate_testkit::server::{ServerConfig, ServerMode};
 //!
 //! let mut config = ServerConfig::default();
 //! config.mode(ServerMode::Strict).result_size(64 << 10).retry_ms(10);
@@ -65,7 +65,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{Instrument, debug, debug_span, field, info_span, warn};
 
-use crate::replay::{self, Miss, MissReason, ReplayBuffer, StreamId};
+use ssegate::replay::{self, Miss, MissReason, ReplayBuffer, StreamId};
 use tools::{Call, Tool};
 pub use tools::{
     DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_progress_result, expected_result,
@@ -246,21 +246,6 @@ impl ServerConfig {
     pub fn tools_list_sse(&mut self, yes: bool) -> &mut Self {
         self.tools_list_sse = yes;
         self
-    }
-
-    /// The configured mode.
-    pub fn get_mode(&self) -> ServerMode {
-        self.mode
-    }
-
-    /// The configured default result size.
-    pub fn get_result_size(&self) -> usize {
-        self.result_size
-    }
-
-    /// The configured default seed.
-    pub fn get_seed(&self) -> u64 {
-        self.seed
     }
 
     /// The replay limits each session actually uses (with the mode's pins applied).
