@@ -675,7 +675,7 @@ impl Client {
             .await
             .map_err(|e| match e {
                 Attempt::Client(e) => e,
-                Attempt::Lost(f, _) => ClientError::Refused {
+                Attempt::Lost(f, _) | Attempt::NotTaken(f) => ClientError::Refused {
                     failure: Box::new(f),
                     attempts: 1,
                 },
@@ -862,15 +862,13 @@ impl Client {
             let attempt = async {
                 let res = self.post(&session, &req, "request").await?;
                 if res.status() == reqwest::StatusCode::NOT_FOUND && session.id.is_some() {
-                    // The session expired before the request was taken.
-                    return Err(Attempt::Lost(
-                        Failure::Refused(TornBoundary {
-                            kind: Torn::SessionExpired,
-                            cursor: None,
-                            outstanding: vec![rpc_id.clone()],
-                        }),
-                        Vec::new(),
-                    ));
+                    // The session expired before the request was taken: nothing ran, so the
+                    // call may always be issued again on a new session.
+                    return Err(Attempt::NotTaken(Failure::Refused(TornBoundary {
+                        kind: Torn::SessionExpired,
+                        cursor: None,
+                        outstanding: vec![rpc_id.clone()],
+                    })));
                 }
                 let res = expect_ok(res, "request").await?;
                 let mut stream = self.inner.config.stream.build();
@@ -887,7 +885,8 @@ impl Client {
                     });
                 }
                 Err(Attempt::Client(e)) => return Err(e),
-                Err(Attempt::Lost(f, received)) => (f, received),
+                Err(Attempt::Lost(f, received)) => (f, Some(received)),
+                Err(Attempt::NotTaken(f)) => (f, None),
             };
             warn!(failure = %failure, attempt = outcome.attempts, "the response stream was lost");
             outcome.refusals.push(failure.clone());
@@ -897,7 +896,9 @@ impl Client {
                     attempts: outcome.attempts,
                 });
             }
-            if !self.safe_to_reissue(method, &params_of(&req), retry).await {
+            if let Some(received) = received
+                && !self.safe_to_reissue(method, &params_of(&req), retry).await
+            {
                 return Err(ClientError::OutcomeUnknown {
                     failure: Box::new(failure),
                     method: describe_call(method, &req),
@@ -1201,6 +1202,8 @@ enum Attempt {
     Client(ClientError),
     /// The stream was lost; the messages received before.
     Lost(Failure, Vec<Message>),
+    /// The server did not take the request (`404` on the POST: the session had expired).
+    NotTaken(Failure),
 }
 
 impl From<ClientError> for Attempt {

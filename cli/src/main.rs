@@ -37,6 +37,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Diagnostics on stderr, off unless `RUST_LOG` asks (e.g. `RUST_LOG=ssegate=debug`).
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     match cli.command {
         Command::Events(args) => events::run(&args),
