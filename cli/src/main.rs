@@ -9,6 +9,7 @@ mod demo;
 mod events;
 mod gate;
 mod input;
+mod probe;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -34,6 +35,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Reproduce the resumption failure on loopback and show the guard preventing it.
     Demo(demo::DemoArgs),
+    /// Probe a live MCP server: how it behaves when a stream is cut and resumed.
+    Probe(probe::ProbeArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,5 +51,6 @@ fn main() -> ExitCode {
         Command::Gate(args) => gate::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Probe(args) => probe::run(&args),
     }
 }
