@@ -88,3 +88,50 @@ fn a_probe_that_cannot_run_exits_two() {
     let out = probe(&["http://127.0.0.1:1/mcp", "--header", "no colon"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn probe_over_https_with_cacert_and_a_header() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (server, front) = runtime.block_on(async {
+        let mut sc = ServerConfig::default();
+        sc.mode(ServerMode::Boundary).retry_ms(5);
+        let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let front = ssegate_testkit::tls::TlsFront::start(server.addr(), Some("Bearer t0k".into()))
+            .await
+            .unwrap();
+        (server, front)
+    });
+    let dir = std::env::temp_dir().join(format!("ssegate-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, front.cert_pem()).unwrap();
+    let pem = pem.to_str().unwrap();
+    let url = front.url();
+    let out = probe(&[
+        &url,
+        "--cacert",
+        pem,
+        "--header",
+        "Authorization: Bearer t0k",
+        "--json",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\"resumable\""), "{stdout}");
+    // Without the certificate: the probe cannot run, and says why.
+    let out = probe(&[&url, "--header", "Authorization: Bearer t0k"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .to_lowercase()
+            .contains("certificate")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(front);
+    runtime.block_on(server.shutdown());
+}

@@ -175,6 +175,7 @@ pub struct ClientConfig {
     max_json_body: usize,
     client_name: String,
     reuse_connections: bool,
+    proxy: Option<String>,
     handler: Arc<dyn Handler>,
 }
 
@@ -206,6 +207,7 @@ impl Default for ClientConfig {
             max_json_body: 64 << 20,
             client_name: "ssegate".to_owned(),
             reuse_connections: true,
+            proxy: None,
             handler: Arc::new(DefaultHandler),
         }
     }
@@ -305,6 +307,13 @@ impl ClientConfig {
     /// connection" turns it off so each request opens its own).
     pub fn reuse_connections(&mut self, reuse: bool) -> &mut Self {
         self.reuse_connections = reuse;
+        self
+    }
+
+    /// Send every request through this proxy (`http://host:port`; HTTPS targets are tunnelled with
+    /// `CONNECT`). Without it, `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` are honoured.
+    pub fn proxy(&mut self, url: impl Into<String>) -> &mut Self {
+        self.proxy = Some(url.into());
         self
     }
 
@@ -551,6 +560,11 @@ fn build_http(config: &ClientConfig) -> Result<reqwest::Client, ClientError> {
     };
     if !config.reuse_connections {
         builder = builder.pool_max_idle_per_host(0);
+    }
+    if let Some(url) = &config.proxy {
+        let proxy = reqwest::Proxy::all(url)
+            .map_err(|e| ClientError::Setup(format!("proxy {url:?}: {e}")))?;
+        builder = builder.proxy(proxy);
     }
     builder
         .build()

@@ -4,6 +4,7 @@
 //! - [`server`]: a minimal MCP Streamable HTTP server with a real [`ssegate::replay::ReplayBuffer`]
 //!   per session and a switchable resume-miss behaviour ([`server::ServerMode`]).
 //! - [`proxy`]: a fault-injecting TCP proxy that resets chosen responses at chosen byte offsets.
+//! - [`tls`]: a TLS front with a generated self-signed certificate, and a `CONNECT` proxy.
 //! - [`demo`]: the harness behind `ssegate demo`, with the naive appending client
 //!   ([`demo::NaiveClient`]) and the guarded [`ssegate::client::Client`].
 //!
@@ -17,3 +18,4 @@ mod http1;
 pub use http1::WireError;
 pub mod proxy;
 pub mod server;
+pub mod tls;
