@@ -204,5 +204,6 @@ pub fn describe_skip(skip: &Skip) -> String {
             format!("skip: duplicate response to request {rpc_id}")
         }
         Skip::KeepAlive => "skip: keep-alive".to_string(),
+        Skip::ErrorFrame { .. } => "skip: event: error frame with no JSON message".to_string(),
     }
 }
