@@ -15,7 +15,7 @@
 //!   finishes with every message delivered exactly once; under [`Policy::Strict`] it is refused
 //!   only for a cut inside an event;
 //! - a server that answers a needed resume with nothing (empty `200`, or held open) is refused;
-//!   one that reuses an id with other content is refused.
+//!   one that reuses an id with other content is refused, and so is a second, different response.
 //!
 //! The only excuse is information the client cannot have: with opaque ids and a cut whose
 //! interrupted event's `id:` line had not arrived, a server that swaps two new events is
@@ -142,10 +142,12 @@ pub enum Behaviour {
     SkipInterrupted,
     /// Re-sends the `Last-Event-ID` event's id with other content, then continues.
     ReuseId,
+    /// Continues correctly, then sends a second, different response to the call under a new id.
+    SecondResponse,
 }
 
 impl Behaviour {
-    const ALL: [Behaviour; 11] = [
+    const ALL: [Behaviour; 12] = [
         Behaviour::Correct,
         Behaviour::ResendLast,
         Behaviour::ResendSeen,
@@ -157,6 +159,7 @@ impl Behaviour {
         Behaviour::HeldOpen,
         Behaviour::SkipInterrupted,
         Behaviour::ReuseId,
+        Behaviour::SecondResponse,
     ];
 
     /// Whether this is a correct server behaviour.
@@ -536,6 +539,17 @@ impl Server {
                 evs: self.log.get(i + 2..).unwrap_or(&[]).to_vec(),
                 faithful: false,
             },
+            Behaviour::SecondResponse => {
+                let mut evs = self.log[i + 1..].to_vec();
+                evs.push(Ev {
+                    id: self.idgen.next(),
+                    data: result_message(messages[messages.len() - 1].len() + 1),
+                });
+                Reply::Events {
+                    evs,
+                    faithful: false,
+                }
+            }
             Behaviour::ReuseId => {
                 let mut evs = vec![Ev {
                     id: self.log[i].id.clone(),
@@ -820,6 +834,12 @@ pub fn check(s: &Scenario) -> Result<(), String> {
     if resumed_for_response && reused && !matches!(out.refused, Some(Torn::StreamRestarted { .. }))
     {
         return fail("an id reused with other content was not refused");
+    }
+    if resumed_for_response
+        && s.behaviour == Behaviour::SecondResponse
+        && !matches!(out.refused, Some(Torn::DuplicateResponse { .. }))
+    {
+        return fail("a second, different response was not refused");
     }
     Ok(())
 }
