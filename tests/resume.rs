@@ -265,7 +265,7 @@ fn resumes_are_bounded_over_the_streams_life() {
     for n in 0..3u8 {
         // Each connection makes progress (a new notification), then is cut.
         let frame = format!(
-            "id: n{n}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}}\n\n"
+            "id: n{n}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":{n}}}}}\n\n"
         );
         s.feed(Bytes::from(frame), now);
         s.connection_ended(EndCause::Error, now);
