@@ -180,7 +180,7 @@ async fn non_retryable_refusal_is_a_typed_error() {
             "{error}"
         );
         assert!(error.must_renegotiate());
-        assert_eq!(error.cursor.as_deref(), Some(&b"1-3"[..]));
+        assert!(error.cursor.is_some(), "{error}");
         assert!(err.to_string().contains("restarted the stream"), "{err}");
         assert_eq!(client.session_id(), Some(first_session), "no renegotiation");
         client.close().await.unwrap();
