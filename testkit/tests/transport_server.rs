@@ -479,6 +479,15 @@ async fn resume_after_a_cut_follows_the_server_mode() {
                     assert_eq!(v["error"]["data"]["retryAfterMs"], 1500);
                     assert_eq!(stats.misses, 1);
                 }
+                ServerMode::Buffered => {
+                    // Its budget holds the result: the interrupted event is replayed whole.
+                    assert_eq!(r.status, StatusCode::OK);
+                    let evs = events(&r.body);
+                    assert_eq!(evs.len(), 1);
+                    assert_eq!(evs[0].id.as_deref(), Some("1-4"));
+                    assert_eq!(evs[0].data, expected);
+                    assert_eq!(stats.replays, 1);
+                }
                 ServerMode::Restart => {
                     assert_eq!(r.status, StatusCode::OK);
                     assert!(is_sse(&r));
