@@ -266,7 +266,7 @@ impl ServerConfig {
     /// The replay limits each session actually uses (with the mode's pins applied).
     pub fn effective_replay(&self) -> replay::Config {
         let mut c = self.replay.clone();
-        let pins = c.get_pin_last().max(self.mode.pins());
+        let pins = c.pin_last.max(self.mode.pins());
         c.pin_last(pins);
         c
     }
@@ -838,7 +838,7 @@ fn resume(shared: &Shared, session: Option<String>, req: &Request<Incoming>) -> 
             let miss = Miss {
                 reason: MissReason::Unknown,
                 missing: None,
-                retry_after: shared.replay.get_retry_after(),
+                retry_after: shared.replay.retry_after,
             };
             bump(&stats.misses);
             return conflict(&miss, last);
@@ -863,7 +863,7 @@ fn resume(shared: &Shared, session: Option<String>, req: &Request<Incoming>) -> 
                 let own = s.replay.frame(last).ok_or_else(|| Miss {
                     reason: MissReason::Evicted,
                     missing: Some(last.to_owned()),
-                    retry_after: shared.replay.get_retry_after(),
+                    retry_after: shared.replay.retry_after,
                 })?;
                 r.frames.insert(0, own);
                 Ok(r)
