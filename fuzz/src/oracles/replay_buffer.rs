@@ -31,18 +31,20 @@ const EVENT_TYPES: [Option<&str>; 6] = [
     Some("\r"),
 ];
 
-#[derive(Arbitrary, Debug)]
-struct Limits {
-    max_bytes: u16,
-    max_events: u8,
-    max_event_bytes: u16,
-    pin_last: u8,
-    max_streams: u8,
-    max_too_large: u8,
+/// The buffer's limits (each taken modulo a small bound).
+#[derive(Arbitrary, Clone, Debug)]
+pub struct Limits {
+    pub max_bytes: u16,
+    pub max_events: u8,
+    pub max_event_bytes: u16,
+    pub pin_last: u8,
+    pub max_streams: u8,
+    pub max_too_large: u8,
 }
 
-#[derive(Arbitrary, Debug)]
-enum Op {
+/// One operation on the buffer and the model.
+#[derive(Arbitrary, Clone, Debug)]
+pub enum Op {
     Open,
     Close(u8),
     Forget(u8),
@@ -51,6 +53,13 @@ enum Op {
         event: u8,
         data: Vec<u8>,
         retry: Option<u32>,
+    },
+    /// Append `len` copies of `byte` (so a small input reaches events of any size).
+    AppendSized {
+        stream: u8,
+        event: u8,
+        byte: u8,
+        len: u16,
     },
     /// Replay after event `seq` of stream `stream` (both may name nothing).
     ReplayAfter {
@@ -65,10 +74,11 @@ enum Op {
     },
 }
 
-#[derive(Arbitrary, Debug)]
-struct Case {
-    limits: Limits,
-    ops: Vec<Op>,
+/// A whole case: limits, then operations.
+#[derive(Arbitrary, Clone, Debug)]
+pub struct Case {
+    pub limits: Limits,
+    pub ops: Vec<Op>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -375,6 +385,11 @@ pub fn replay_buffer(data: &[u8]) {
     let Ok(case) = Case::arbitrary_take_rest(Unstructured::new(data)) else {
         return;
     };
+    run(&case);
+}
+
+/// Runs one case against the model and the invariants; panics on a violation.
+pub fn run(case: &Case) {
     let l = &case.limits;
     let mut config = replay::Config::default();
     config
@@ -420,15 +435,25 @@ pub fn replay_buffer(data: &[u8]) {
                     model.forget(s);
                 }
             }
-            Op::Append {
-                stream,
-                event,
-                data,
-                retry,
-            } => {
+            Op::Append { .. } | Op::AppendSized { .. } => {
+                let (stream, event, data, retry) = match op {
+                    Op::Append {
+                        stream,
+                        event,
+                        data,
+                        retry,
+                    } => (stream, event, data[..data.len().min(1500)].to_vec(), *retry),
+                    Op::AppendSized {
+                        stream,
+                        event,
+                        byte,
+                        len,
+                    } => (stream, event, vec![*byte; usize::from(*len % 5000)], None),
+                    _ => unreachable!("matched above"),
+                };
+                let data = &data[..];
                 let s = stream_no(*stream, &model).max(1);
                 let event = EVENT_TYPES[usize::from(*event) % EVENT_TYPES.len()];
-                let data = &data[..data.len().min(1500)];
                 let retry = retry.map(u64::from);
                 let held_before: Vec<String> = held_ids(&buf, &model);
                 let budget_before = buf.used_bytes();
