@@ -37,6 +37,8 @@
 
 mod buffer;
 mod frame;
+#[cfg(feature = "redis")]
+mod redis;
 mod store;
 
 use std::fmt;
@@ -46,6 +48,8 @@ use bytes::Bytes;
 
 pub use buffer::{Config, ReplayBuffer, StreamId, format_id, parse_id};
 pub use frame::{FrameError, encode_frame};
+#[cfg(feature = "redis")]
+pub use redis::{RedisConfig, RedisStore, RedisStream};
 pub use store::{ReplayStore, StoreError};
 
 /// What an append did with an event.
