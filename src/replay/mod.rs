@@ -39,6 +39,8 @@ mod buffer;
 mod frame;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "rmcp-server")]
+mod rmcp;
 mod store;
 
 use std::fmt;

@@ -39,12 +39,15 @@ use super::{AppendError, Appended, Miss, MissReason, Replay, ReplayStore, StoreE
 const NAME_LEN: usize = 32;
 
 /// Append: KEYS = stream, meta; ARGV = frame tail (after the id line), id prefix (`<name>-`),
-/// max_events, max_bytes, max_event_bytes, max_too_large, ttl_ms.
-/// Returns {status, seq, stored}: status 0 ok, -1 closed, -2 unknown stream.
+/// max_events, max_bytes, max_event_bytes, max_too_large, ttl_ms, create ('1': open the stream if
+/// it does not exist). Returns {status, seq, stored}: status 0 ok, -1 closed, -2 unknown stream.
 const APPEND: &str = r#"
 local e, m = KEYS[1], KEYS[2]
 local st = redis.call('HMGET', m, 'next', 'closed', 'bytes', 'marks')
-if not st[1] then return {-2, 0, 0} end
+if not st[1] then
+  if ARGV[8] ~= '1' then return {-2, 0, 0} end
+  st = {'0', false, '0', '0'}
+end
 if st[2] == '1' then return {-1, 0, 0} end
 local seq = tonumber(st[1])
 local bytes = tonumber(st[3] or '0')
@@ -239,6 +242,13 @@ impl RedisStream {
         )
     }
 
+    /// The stream named by a key of another system (an rmcp stream id): the same on every instance.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn for_key(key: &str) -> RedisStream {
+        let h = xxhash_rust::xxh3::xxh3_128(key.as_bytes());
+        RedisStream(format!("{h:032x}").into())
+    }
+
     fn random() -> RedisStream {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         // SipHash under fresh OS-seeded keys of a process-wide counter: unique and unpredictable.
@@ -352,6 +362,18 @@ where
         data: &[u8],
         retry: Option<u64>,
     ) -> Result<Appended, AppendError> {
+        self.append_opening(stream, event, data, retry, false).await
+    }
+
+    /// Appends; with `create`, opens the stream first if it does not exist (atomically).
+    pub(crate) async fn append_opening(
+        &mut self,
+        stream: &RedisStream,
+        event: Option<&str>,
+        data: &[u8],
+        retry: Option<u64>,
+        create: bool,
+    ) -> Result<Appended, AppendError> {
         if let Some(event) = event {
             check_event(event)?;
         }
@@ -371,6 +393,7 @@ where
             .arg(self.config.max_event_bytes)
             .arg(self.config.max_too_large)
             .arg(self.config.ttl_ms())
+            .arg(if create { "1" } else { "0" })
             .invoke_async(&mut self.conn)
             .await
             .map_err(|_| AppendError::Unavailable {
@@ -394,7 +417,10 @@ where
         }
     }
 
-    async fn replay_inner(&mut self, last_event_id: &str) -> Result<Replay<RedisStream>, Miss> {
+    pub(crate) async fn replay_inner(
+        &mut self,
+        last_event_id: &str,
+    ) -> Result<Replay<RedisStream>, Miss> {
         let Some((stream, seq)) = RedisStream::parse_id(last_event_id) else {
             return Err(self.miss(MissReason::Unknown, None));
         };
