@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use ssegate::replay::{Config, ReplayBuffer};
 
 const BIG: usize = 4 << 20;
@@ -125,13 +125,13 @@ mod redis_bench {
         if let Some(server) = server() {
             let rt = Runtime::new().unwrap();
             rt.block_on(async {
-                if let Ok(client) = redis::Client::open(server.url.as_str()) {
-                    if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                        let _: Result<(), _> = redis::cmd("SHUTDOWN")
-                            .arg("NOSAVE")
-                            .query_async(&mut conn)
-                            .await;
-                    }
+                if let Ok(client) = redis::Client::open(server.url.as_str())
+                    && let Ok(mut conn) = client.get_multiplexed_async_connection().await
+                {
+                    let _: Result<(), _> = redis::cmd("SHUTDOWN")
+                        .arg("NOSAVE")
+                        .query_async(&mut conn)
+                        .await;
                 }
             });
         }

@@ -472,21 +472,19 @@ where
 {
     type Stream = RedisStream;
 
-    fn open_stream(&mut self) -> impl Future<Output = Result<RedisStream, StoreError>> + Send {
-        async move {
-            let stream = RedisStream::random();
-            let (e, m) = stream.keys();
-            let _: i64 = self
-                .scripts
-                .open
-                .key(&e)
-                .key(&m)
-                .arg(self.config.ttl_ms())
-                .invoke_async(&mut self.conn)
-                .await
-                .map_err(|_| self.unavailable())?;
-            Ok(stream)
-        }
+    async fn open_stream(&mut self) -> Result<RedisStream, StoreError> {
+        let stream = RedisStream::random();
+        let (e, m) = stream.keys();
+        let _: i64 = self
+            .scripts
+            .open
+            .key(&e)
+            .key(&m)
+            .arg(self.config.ttl_ms())
+            .invoke_async(&mut self.conn)
+            .await
+            .map_err(|_| self.unavailable())?;
+        Ok(stream)
     }
 
     fn append(
@@ -499,39 +497,29 @@ where
         self.append_inner(stream, event, data, retry)
     }
 
-    fn close_stream(
-        &mut self,
-        stream: &RedisStream,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move {
-            let (e, m) = stream.keys();
-            let _: i64 = self
-                .scripts
-                .close
-                .key(&e)
-                .key(&m)
-                .arg(self.config.ttl_ms())
-                .invoke_async(&mut self.conn)
-                .await
-                .map_err(|_| self.unavailable())?;
-            Ok(())
-        }
+    async fn close_stream(&mut self, stream: &RedisStream) -> Result<(), StoreError> {
+        let (e, m) = stream.keys();
+        let _: i64 = self
+            .scripts
+            .close
+            .key(&e)
+            .key(&m)
+            .arg(self.config.ttl_ms())
+            .invoke_async(&mut self.conn)
+            .await
+            .map_err(|_| self.unavailable())?;
+        Ok(())
     }
 
-    fn forget_stream(
-        &mut self,
-        stream: &RedisStream,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move {
-            let (e, m) = stream.keys();
-            let _: i64 = redis::cmd("DEL")
-                .arg(&e)
-                .arg(&m)
-                .query_async(&mut self.conn)
-                .await
-                .map_err(|_| self.unavailable())?;
-            Ok(())
-        }
+    async fn forget_stream(&mut self, stream: &RedisStream) -> Result<(), StoreError> {
+        let (e, m) = stream.keys();
+        let _: i64 = redis::cmd("DEL")
+            .arg(&e)
+            .arg(&m)
+            .query_async(&mut self.conn)
+            .await
+            .map_err(|_| self.unavailable())?;
+        Ok(())
     }
 
     fn replay_after(
