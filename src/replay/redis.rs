@@ -279,8 +279,33 @@ struct Scripts {
     close: Script,
 }
 
-/// A [`ReplayStore`] on Redis Streams (see the [module docs](self)). Cloning is cheap: every clone
+/// A [`ReplayStore`] on Redis Streams, shared by every server instance. Cloning is cheap: every clone
 /// shares the connection; use one per task.
+///
+/// Layout: one Redis stream per SSE stream, `ssegate:{<name>}:e`, whose entries are the encoded
+/// frames under the Redis id `0-<seq + 1>`, and a hash `ssegate:{<name>}:m` with the next sequence
+/// number, the closed flag and the frame bytes held. `<name>` is 128 random bits in hex, so SSE ids
+/// (`<name>-<seq>`) are unique across instances and name their stream: any instance finds the stream
+/// from a `Last-Event-ID`. The `{<name>}` hash tag keeps both keys of a stream on one Redis Cluster
+/// slot (each operation is one script over those two keys).
+///
+/// Appends and replays are Lua scripts, so each is atomic: an append assigns the sequence number,
+/// trims the stream oldest-first until it fits the per-stream budget ([`RedisConfig::max_bytes`],
+/// [`RedisConfig::max_events`]; exact, not approximate, trimming) and refreshes the keys' expiry
+/// ([`RedisConfig::ttl`], so streams expire with an idle session). An event too large for the budget
+/// is not stored and evicts nothing; a small marker entry (at most [`RedisConfig::max_too_large`] per
+/// stream, outside the budget) makes its miss say `too_large`. A replay is `XRANGE` with an exclusive
+/// start after the `Last-Event-ID`'s entry, checked for gaps: either every later event or a [`Miss`].
+///
+/// A lost connection is [`MissReason::Unavailable`] (or [`AppendError::Unavailable`],
+/// [`StoreError::Unavailable`]) with [`RedisConfig::retry_after`] as the retry hint — a `503` with
+/// `Retry-After` on the wire, never an empty stream. The connection manager reconnects on the next
+/// operation once Redis is back.
+///
+/// Sequence numbers are exact below 10^14 per stream (Lua numbers are doubles).
+///
+/// With the feature `rmcp-server`, this type also implements rmcp 3.x's `EventStore`: an rmcp stream
+/// id maps to the Redis stream named by a 128-bit hash of it, so every instance finds it.
 #[derive(Clone)]
 pub struct RedisStore<C = ConnectionManager> {
     conn: C,

@@ -29,6 +29,22 @@ use crate::sse::Decoder;
 /// The namespace hashed with rmcp's stream ids, so they never collide with other keys' names.
 const NAMESPACE: &str = "ssegate-rmcp-stream:";
 
+/// rmcp 3.x's `EventStore` on the Redis store (feature `rmcp-server`).
+///
+/// rmcp's Streamable HTTP server stores every SSE event it sends through
+/// [`EventStore::store_event`] and answers a `GET` with `Last-Event-ID` from
+/// [`EventStore::replay_events_after`]. With a [`RedisStore`] behind it, every instance behind a load
+/// balancer shares the events: an rmcp stream id maps to one Redis stream (its name is a 128-bit hash
+/// of the rmcp id, so every instance finds the same one without coordination), the event ids are the
+/// store's `<name>-<seq>` (globally unique, naming the stream), and a resume served by any instance
+/// replays the events after the id, with their original ids.
+///
+/// Errors, and what a client sees: a replay the store cannot serve (evicted, too large, unknown, or
+/// Redis unavailable) is an `Err` — never a partial or silently empty replay from the store — but
+/// rmcp 3.11 turns any `Err` of `replay_events_after` into an empty `200` that closes at once
+/// (`tower.rs`: "Return 200 with an immediately-closed empty stream"), so the client sees an empty
+/// resume, which ssegate's guard refuses as `ReplayMissed` while a response is outstanding. A failed
+/// `store_event` fails rmcp's send of that event (the client's stream ends without it).
 #[async_trait::async_trait]
 impl EventStore for RedisStore {
     async fn store_event(
