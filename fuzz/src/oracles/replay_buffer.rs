@@ -1,28 +1,50 @@
 //! `replay_buffer`: arbitrary sequences of open / close / forget / append / replay / frame
 //! operations under arbitrary limits, against a model that keeps every event in a flat list and
-//! recomputes everything by linear scans. Every answer must match the model's, the budget and the
-//! event cap always hold, and every replayed frame decodes back to the event that was appended.
+//! recomputes everything by linear scans. Every answer must match the model's, and every replayed
+//! frame decodes back to the event that was appended.
+//!
+//! Besides the model, the invariants of the replay contract are checked on the buffer's own
+//! answers, independently of how either computes them:
+//!
+//! 1. an event that is not stored never evicts another: an append whose admitted event is dropped
+//!    as too large leaves every held event held (same count, same budget bytes, same frames);
+//! 2. `replay_after` returns exactly the stored suffix (consecutive ids after the cursor, as many as
+//!    were appended since) or a miss naming the first event after the cursor that is not held, every
+//!    event between the cursor and it being held;
+//! 3. memory is bounded: budget bytes <= `max_bytes`, budgeted events <= `max_events`, streams <=
+//!    `max_streams` (at least 1), remembered too-large events <= `max_too_large`, held events <=
+//!    `max_events` + `pin_last` per stream.
 
 use std::collections::BTreeMap;
 
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::Bytes;
-use ssegate::replay::{self, AppendError, MissReason, ReplayBuffer, StreamId};
+use ssegate::replay::{self, AppendError, FrameError, MissReason, ReplayBuffer, StreamId};
 use ssegate::sse::Decoder;
 
-const EVENT_TYPES: [Option<&str>; 4] = [None, Some("message"), Some("progress"), Some("")];
+const EVENT_TYPES: [Option<&str>; 6] = [
+    None,
+    Some("message"),
+    Some("progress"),
+    Some(""),
+    Some("a\nb"),
+    Some("\r"),
+];
 
-#[derive(Arbitrary, Debug)]
-struct Limits {
-    max_bytes: u16,
-    max_events: u8,
-    max_event_bytes: u16,
-    pin_last: u8,
-    max_streams: u8,
+/// The buffer's limits (each taken modulo a small bound).
+#[derive(Arbitrary, Clone, Debug)]
+pub struct Limits {
+    pub max_bytes: u16,
+    pub max_events: u8,
+    pub max_event_bytes: u16,
+    pub pin_last: u8,
+    pub max_streams: u8,
+    pub max_too_large: u8,
 }
 
-#[derive(Arbitrary, Debug)]
-enum Op {
+/// One operation on the buffer and the model.
+#[derive(Arbitrary, Clone, Debug)]
+pub enum Op {
     Open,
     Close(u8),
     Forget(u8),
@@ -31,6 +53,13 @@ enum Op {
         event: u8,
         data: Vec<u8>,
         retry: Option<u32>,
+    },
+    /// Append `len` copies of `byte` (so a small input reaches events of any size).
+    AppendSized {
+        stream: u8,
+        event: u8,
+        byte: u8,
+        len: u16,
     },
     /// Replay after event `seq` of stream `stream` (both may name nothing).
     ReplayAfter {
@@ -45,10 +74,11 @@ enum Op {
     },
 }
 
-#[derive(Arbitrary, Debug)]
-struct Case {
-    limits: Limits,
-    ops: Vec<Op>,
+/// A whole case: limits, then operations.
+#[derive(Arbitrary, Clone, Debug)]
+pub struct Case {
+    pub limits: Limits,
+    pub ops: Vec<Op>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +88,8 @@ enum Held {
     Budgeted,
     Evicted,
     TooLarge,
+    /// Dropped as too large, then forgotten beyond `max_too_large`: its miss says `evicted`.
+    ForgottenTooLarge,
 }
 
 #[derive(Debug)]
@@ -84,6 +116,7 @@ struct Model {
     cap: usize,
     pin_last: usize,
     max_streams: usize,
+    max_too_large: usize,
     streams: BTreeMap<u64, MStream>,
     next_stream: u64,
     events: Vec<MEvent>,
@@ -109,10 +142,15 @@ impl Model {
         let id = self.next_stream;
         self.next_stream += 1;
         self.streams.insert(id, MStream::default());
+        // Beyond the cap: the oldest closed stream goes, or else the oldest open one.
         while self.streams.len() > self.max_streams.max(1) {
-            let Some(oldest) = self.streams.iter().find(|(_, s)| s.closed).map(|(k, _)| *k) else {
-                break;
-            };
+            let oldest = self
+                .streams
+                .iter()
+                .find(|(_, s)| s.closed)
+                .or_else(|| self.streams.iter().next())
+                .map(|(k, _)| *k)
+                .unwrap();
             self.forget(oldest);
         }
         id
@@ -132,10 +170,13 @@ impl Model {
         retry: Option<u64>,
     ) -> Result<(String, u64, Vec<u8>, bool), AppendError> {
         let s = match self.streams.get_mut(&stream) {
-            Some(s) if s.closed => return Err(AppendError::Closed(sid(stream))),
+            Some(s) if s.closed => return Err(AppendError::Closed),
             Some(s) => s,
-            None => return Err(AppendError::UnknownStream(sid(stream))),
+            None => return Err(AppendError::UnknownStream),
         };
+        if let Some(offset) = event.and_then(|e| e.bytes().position(|b| b == b'\r' || b == b'\n')) {
+            return Err(AppendError::Frame(FrameError::EventLineEnd { offset }));
+        }
         let seq = s.next_seq;
         s.next_seq += 1;
         let id = format!("{stream}-{seq}");
@@ -164,9 +205,31 @@ impl Model {
             return;
         };
         let len = self.events[i].frame.len();
-        while self.budgeted() > 0
-            && (self.used() + len > self.max_bytes || self.budgeted() + 1 > self.max_events)
-        {
+        if len > self.cap || self.max_events == 0 {
+            // Never kept, and it evicts nothing. Remembered as too large within the cap.
+            while self.max_too_large > 0
+                && self
+                    .events
+                    .iter()
+                    .filter(|e| e.held == Held::TooLarge)
+                    .count()
+                    >= self.max_too_large
+            {
+                let oldest = self
+                    .events
+                    .iter()
+                    .position(|e| e.held == Held::TooLarge)
+                    .unwrap();
+                self.events[oldest].held = Held::ForgottenTooLarge;
+            }
+            self.events[i].held = if self.max_too_large > 0 {
+                Held::TooLarge
+            } else {
+                Held::ForgottenTooLarge
+            };
+            return;
+        }
+        while self.used() + len > self.max_bytes || self.budgeted() + 1 > self.max_events {
             let oldest = self
                 .events
                 .iter()
@@ -174,11 +237,7 @@ impl Model {
                 .unwrap();
             self.events[oldest].held = Held::Evicted;
         }
-        self.events[i].held = if len <= self.cap && self.max_events > 0 {
-            Held::Budgeted
-        } else {
-            Held::TooLarge
-        };
+        self.events[i].held = Held::Budgeted;
     }
 
     fn find(&self, stream: u64, seq: u64) -> Option<&MEvent> {
@@ -213,7 +272,7 @@ impl Model {
                 .expect("every appended event is listed");
             match e.held {
                 Held::Pinned | Held::Budgeted => frames.push(e.frame.clone()),
-                Held::Evicted => {
+                Held::Evicted | Held::ForgottenTooLarge => {
                     return Err((MissReason::Evicted, Some(format!("{stream}-{next}"))));
                 }
                 Held::TooLarge => {
@@ -326,6 +385,11 @@ pub fn replay_buffer(data: &[u8]) {
     let Ok(case) = Case::arbitrary_take_rest(Unstructured::new(data)) else {
         return;
     };
+    run(&case);
+}
+
+/// Runs one case against the model and the invariants; panics on a violation.
+pub fn run(case: &Case) {
     let l = &case.limits;
     let mut config = replay::Config::default();
     config
@@ -333,14 +397,16 @@ pub fn replay_buffer(data: &[u8]) {
         .max_events(usize::from(l.max_events % 12))
         .max_event_bytes(usize::from(l.max_event_bytes % 2048))
         .pin_last(usize::from(l.pin_last % 4))
-        .max_streams(usize::from(l.max_streams % 5));
+        .max_streams(usize::from(l.max_streams % 5))
+        .max_too_large(usize::from(l.max_too_large % 5));
     let mut buf = ReplayBuffer::new(config.clone());
     let mut model = Model {
-        max_bytes: config.get_max_bytes(),
-        max_events: config.get_max_events(),
-        cap: config.get_max_event_bytes().min(config.get_max_bytes()),
-        pin_last: config.get_pin_last(),
-        max_streams: usize::from(l.max_streams % 5),
+        max_bytes: config.max_bytes,
+        max_events: config.max_events,
+        cap: config.max_event_bytes.min(config.max_bytes),
+        pin_last: config.pin_last,
+        max_streams: config.max_streams,
+        max_too_large: config.max_too_large,
         streams: BTreeMap::new(),
         next_stream: 1,
         events: Vec::new(),
@@ -369,16 +435,28 @@ pub fn replay_buffer(data: &[u8]) {
                     model.forget(s);
                 }
             }
-            Op::Append {
-                stream,
-                event,
-                data,
-                retry,
-            } => {
+            Op::Append { .. } | Op::AppendSized { .. } => {
+                let (stream, event, data, retry) = match op {
+                    Op::Append {
+                        stream,
+                        event,
+                        data,
+                        retry,
+                    } => (stream, event, data[..data.len().min(1500)].to_vec(), *retry),
+                    Op::AppendSized {
+                        stream,
+                        event,
+                        byte,
+                        len,
+                    } => (stream, event, vec![*byte; usize::from(*len % 5000)], None),
+                    _ => unreachable!("matched above"),
+                };
+                let data = &data[..];
                 let s = stream_no(*stream, &model).max(1);
                 let event = EVENT_TYPES[usize::from(*event) % EVENT_TYPES.len()];
-                let data = &data[..data.len().min(1500)];
                 let retry = retry.map(u64::from);
+                let held_before: Vec<String> = held_ids(&buf, &model);
+                let budget_before = buf.used_bytes();
                 let got = buf.append_with_retry(sid(s), event, data, retry);
                 let want = model.append(s, event, data, retry);
                 match (got, want) {
@@ -388,6 +466,22 @@ pub fn replay_buffer(data: &[u8]) {
                             (id.as_str(), seq, &frame[..], oversized)
                         );
                         check_frame(&a.frame, model.events.last().unwrap());
+                        // Invariant 1: the event admitted into the budget by this append (the new
+                        // one, or the one that left the pinned window) was dropped as too large:
+                        // then nothing else may have been evicted to make room for it.
+                        if let Some(admitted) = a.seq.checked_sub(model.pin_last as u64) {
+                            let admitted = format!("{s}-{admitted}");
+                            if buf.frame(&admitted).is_none() {
+                                let held_after = held_ids(&buf, &model);
+                                for id in held_before.iter().filter(|id| **id != admitted) {
+                                    assert!(
+                                        held_after.contains(id),
+                                        "dropping {admitted} evicted {id}"
+                                    );
+                                }
+                                assert_eq!(buf.used_bytes(), budget_before, "budget moved");
+                            }
+                        }
                     }
                     (Err(a), Err(b)) => assert_eq!(a, b),
                     (got, want) => panic!("append: buffer {got:?}, model {want:?}"),
@@ -429,11 +523,65 @@ pub fn replay_buffer(data: &[u8]) {
             .filter(|e| matches!(e.held, Held::Pinned | Held::Budgeted))
             .count();
         assert_eq!(buf.held_events(), held, "held events");
+        // Invariant 3: memory bounds, from the limits alone.
+        assert!(
+            buf.streams() <= model.max_streams.max(1),
+            "over the stream cap"
+        );
+        assert!(
+            buf.too_large_events() <= model.max_too_large,
+            "over the too-large cap"
+        );
+        assert!(
+            buf.held_events() <= model.max_events + model.pin_last * buf.streams(),
+            "more events held than budgeted plus pinned"
+        );
     }
 }
 
+/// The ids of every appended event the buffer still holds (by asking the buffer).
+fn held_ids(buf: &ReplayBuffer, model: &Model) -> Vec<String> {
+    model
+        .events
+        .iter()
+        .map(|e| format!("{}-{}", e.stream, e.seq))
+        .filter(|id| buf.frame(id).is_some())
+        .collect()
+}
+
 fn check_replay(buf: &ReplayBuffer, model: &Model, id: &str) {
-    match (buf.replay_after(id), model.replay_after(id)) {
+    let got = buf.replay_after(id);
+    // Invariant 2, on the buffer's answer alone: an exact suffix, or a miss naming the first event
+    // after the cursor that is not held.
+    if let Some((stream, seq)) = parse(id) {
+        let appended = model.streams.get(&stream).map_or(0, |s| s.next_seq);
+        match &got {
+            Ok(r) => {
+                assert_eq!(r.frames.len() as u64, appended - seq - 1, "suffix length");
+                for (i, f) in r.frames.iter().enumerate() {
+                    let want = format!("{stream}-{}", seq + 1 + i as u64);
+                    assert_eq!(buf.frame(&want).as_ref(), Some(f), "suffix frame {want}");
+                }
+            }
+            Err(m) => {
+                if let Some(missing) = &m.missing {
+                    let (ms, mq) = parse(missing).expect("a missing id is well-formed");
+                    assert!(
+                        ms == stream && mq > seq && mq < appended,
+                        "missing {missing}"
+                    );
+                    assert!(buf.frame(missing).is_none(), "missing {missing} is held");
+                    for q in seq + 1..mq {
+                        assert!(
+                            buf.frame(&format!("{stream}-{q}")).is_some(),
+                            "{stream}-{q} before the first missing {missing} is not held"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    match (got, model.replay_after(id)) {
         (Ok(r), Ok(frames)) => {
             let got: Vec<&[u8]> = r.frames.iter().map(|f| &f[..]).collect();
             let want: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();

@@ -417,12 +417,12 @@ impl ServerConfig {
     /// The replay limits each session actually uses (with the mode's pins applied).
     pub fn effective_replay(&self) -> replay::Config {
         let mut c = self.replay.clone();
-        let pins = c.get_pin_last().max(self.mode.pins());
+        let pins = c.pin_last.max(self.mode.pins());
         c.pin_last(pins);
         if self.mode == ServerMode::Buffered {
             // Whole results with their framing, several calls deep.
             let event = self.result_size + (64 << 10);
-            let (per_event, total) = (c.get_max_event_bytes(), c.get_max_bytes());
+            let (per_event, total) = (c.max_event_bytes, c.max_bytes);
             c.max_event_bytes(per_event.max(event))
                 .max_bytes(total.max(4 * event));
         }
@@ -1253,7 +1253,7 @@ fn resume(shared: &Shared, ctx: &Ctx, headers: &HeaderMap) -> Response<Body> {
             let miss = Miss {
                 reason: MissReason::Unknown,
                 missing: None,
-                retry_after: shared.replay.get_retry_after(),
+                retry_after: shared.replay.retry_after,
             };
             bump(&stats.misses);
             return conflict(&miss, last);
@@ -1275,7 +1275,7 @@ fn resume(shared: &Shared, ctx: &Ctx, headers: &HeaderMap) -> Response<Body> {
                 let own = s.replay.frame(last).ok_or_else(|| Miss {
                     reason: MissReason::Evicted,
                     missing: Some(last.to_owned()),
-                    retry_after: shared.replay.get_retry_after(),
+                    retry_after: shared.replay.retry_after,
                 })?;
                 r.frames.insert(0, own);
                 Ok(r)

@@ -1,56 +1,50 @@
-//! Server-side replay buffer: what an MCP Streamable HTTP server keeps so that a client can resume a cut
-//! stream with `GET` + `Last-Event-ID`.
+//! The in-memory replay buffer: one session's streams, bounded.
 //!
-//! Each event is stored as its encoded SSE frame (one [`Bytes`]), so a replay hands out refcounted clones
-//! of the very bytes that were first written. Ids are `<stream>-<seq>`: unique across the session's
-//! streams, naming the stream they belong to, with a numeric per-stream sequence (starting at 0) so that
-//! a client can check order. [`ReplayBuffer::replay_after`] returns every frame after an id, or a typed
-//! [`Miss`] — never a silent fresh stream.
+//! Memory is bounded by a byte budget and an event-count cap across the session's streams (eviction
+//! is oldest-first), a cap on the streams remembered, and a cap on the too-large events remembered
+//! (so that their misses say `too_large`). An event that cannot be kept is flagged at append time
+//! ([`Appended::oversized`]) and never evicts another event. Optionally the newest events of each
+//! stream are pinned outside the budget ([`Config::pin_last`]).
 //!
-//! Memory is bounded by a byte budget and an event-count cap (a ring of 64 slots by default). Eviction is
-//! oldest-first across the whole session. An event larger than the per-event cap (or the whole budget)
-//! cannot be kept: [`Appended::oversized`] says so at append time, and a later replay that needs it is a
-//! [`MissReason::TooLarge`] miss. Optionally the newest events of each stream are pinned outside the
-//! budget ([`Config::pin_last`]), so the event a cut most likely interrupted can always be re-sent whole.
-//!
-//! ```
-//! use ssegate::replay::{Config, MissReason, ReplayBuffer};
-//!
-//! let mut config = Config::default();
-//! config.max_bytes(64).max_events(2);
-//! let mut buf = ReplayBuffer::new(config);
-//! let s = buf.open_stream();
-//! let a = buf.append(s, None, b"{\"n\":1}").unwrap();
-//! let b = buf.append(s, None, b"{\"n\":2}").unwrap();
-//! assert_eq!(a.id, "1-0");
-//! assert_eq!(&b.frame[..], b"id: 1-1\ndata: {\"n\":2}\n\n");
-//! assert_eq!(buf.replay_after("1-0").unwrap().frames, vec![b.frame.clone()]);
-//! buf.append(s, None, b"{\"n\":3}").unwrap(); // a third slot: 1-0 is evicted
-//! buf.append(s, None, b"{\"n\":4}").unwrap(); // and then 1-1
-//! assert_eq!(buf.replay_after("1-0").unwrap_err().reason, MissReason::Evicted);
-//! assert_eq!(buf.replay_after("1-9").unwrap_err().reason, MissReason::Unknown);
-//! ```
-#![forbid(unsafe_code)]
+//! What the buffer holds is therefore at most: [`Config::max_bytes`] of budgeted frames, plus the
+//! pinned frames ([`Config::pin_last`] per stream, at most [`Config::max_streams`] streams), plus a
+//! constant per budgeted event, per pinned event, per remembered too-large event and per stream.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
-/// Limits of a [`ReplayBuffer`]. Setters take `&mut self` and chain.
+use super::frame::{check_event, encode_unchecked};
+use super::{AppendError, Appended, Miss, MissReason, Replay};
+
+/// Limits of a [`ReplayBuffer`]. Setters take `&mut self` and chain; each limit reads as the field of
+/// the same name.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Config {
-    max_bytes: usize,
-    max_events: usize,
-    max_event_bytes: usize,
-    retry_after: Duration,
-    pin_last: usize,
-    max_streams: usize,
+    /// The byte budget: total encoded frame bytes kept across the session's streams (pinned events
+    /// aside). Default 1 MiB.
+    pub max_bytes: usize,
+    /// The event-count cap: how many events the budget holds across the session's streams. Default 64.
+    pub max_events: usize,
+    /// The per-event cap: a larger frame is never kept in the budget. Default 1 MiB.
+    pub max_event_bytes: usize,
+    /// The delay a [`Miss`] tells the client to wait before it tries again. Default 1 s.
+    pub retry_after: Duration,
+    /// How many newest events of each stream are pinned outside the budget. Default 0.
+    pub pin_last: usize,
+    /// How many streams the buffer remembers, open or closed. Default 64.
+    pub max_streams: usize,
+    /// How many dropped too-large events the buffer remembers (so that a replay that needs one is a
+    /// [`MissReason::TooLarge`] miss rather than an [`MissReason::Evicted`] one). Default 64.
+    pub max_too_large: usize,
 }
 
 impl Default for Config {
-    /// 1 MiB and 64 events of budget, a 1 MiB per-event cap, `retry_after` 1 s, nothing pinned, 64 streams.
+    /// 1 MiB and 64 events of budget, a 1 MiB per-event cap, `retry_after` 1 s, nothing pinned, 64
+    /// streams, 64 remembered too-large events.
     fn default() -> Self {
         Config {
             max_bytes: 1 << 20,
@@ -59,77 +53,61 @@ impl Default for Config {
             retry_after: Duration::from_secs(1),
             pin_last: 0,
             max_streams: 64,
+            max_too_large: 64,
         }
     }
 }
 
 impl Config {
-    /// The byte budget: total encoded frame bytes kept across the session's streams (pinned events aside).
+    /// Sets [`Config::max_bytes`], the byte budget.
     pub fn max_bytes(&mut self, bytes: usize) -> &mut Self {
         self.max_bytes = bytes;
         self
     }
 
-    /// The event-count cap: how many events (slots) the budget holds across the session's streams.
+    /// Sets [`Config::max_events`], the event-count cap.
     pub fn max_events(&mut self, events: usize) -> &mut Self {
         self.max_events = events;
         self
     }
 
-    /// The per-event cap: an event whose frame is larger is flagged [`Appended::oversized`] and is not
-    /// kept in the budget (the mitigation "one event fits one slot": the server knows at once that this
-    /// event cannot be replayed).
+    /// Sets [`Config::max_event_bytes`], the per-event cap: an event whose frame is larger is flagged
+    /// [`Appended::oversized`] and is not kept in the budget (the server knows at once that this
+    /// event cannot be replayed). It evicts nothing.
     pub fn max_event_bytes(&mut self, bytes: usize) -> &mut Self {
         self.max_event_bytes = bytes;
         self
     }
 
-    /// The delay a [`Miss`] tells the client to wait before it tries again (a `Retry-After` header).
+    /// Sets [`Config::retry_after`], the delay a [`Miss`] asks for (a `Retry-After` header).
     pub fn retry_after(&mut self, delay: Duration) -> &mut Self {
         self.retry_after = delay;
         self
     }
 
-    /// Pins the `n` newest events of each stream outside the byte budget and the event cap, whatever
-    /// their size (default 0). An event enters the budget (and may evict, or be dropped as oversized)
-    /// only when `n` newer events of its stream have been appended. Pins survive
-    /// [`ReplayBuffer::close_stream`] — a client resumes a stream after the server finished writing it —
-    /// and are released when the stream is forgotten (see [`Config::max_streams`]).
+    /// Sets [`Config::pin_last`]: pins the `n` newest events of each stream outside the byte budget
+    /// and the event cap, whatever their size. An event enters the budget (and may evict, or be
+    /// dropped as oversized) only when `n` newer events of its stream have been appended. Pins survive
+    /// [`ReplayBuffer::close_stream`] — a client resumes a stream after the server finished writing
+    /// it — and are released when the stream is forgotten (see [`Config::max_streams`]).
     pub fn pin_last(&mut self, n: usize) -> &mut Self {
         self.pin_last = n;
         self
     }
 
-    /// How many streams the buffer remembers; opening one more forgets the oldest closed stream and
-    /// everything it still holds (default 64).
+    /// Sets [`Config::max_streams`]: opening one more stream forgets the oldest closed stream, or if
+    /// none is closed the oldest open one (a server that never closes its streams cannot grow the
+    /// buffer), with everything it holds. At least one stream is always remembered.
     pub fn max_streams(&mut self, n: usize) -> &mut Self {
         self.max_streams = n;
         self
     }
 
-    /// The configured byte budget.
-    pub fn get_max_bytes(&self) -> usize {
-        self.max_bytes
-    }
-
-    /// The configured event-count cap.
-    pub fn get_max_events(&self) -> usize {
-        self.max_events
-    }
-
-    /// The configured per-event cap.
-    pub fn get_max_event_bytes(&self) -> usize {
-        self.max_event_bytes
-    }
-
-    /// The configured retry delay for misses.
-    pub fn get_retry_after(&self) -> Duration {
-        self.retry_after
-    }
-
-    /// The configured number of pinned events per stream.
-    pub fn get_pin_last(&self) -> usize {
-        self.pin_last
+    /// Sets [`Config::max_too_large`]: how many dropped too-large events are remembered; beyond it
+    /// the oldest is forgotten and a replay that needs it is an [`MissReason::Evicted`] miss.
+    pub fn max_too_large(&mut self, n: usize) -> &mut Self {
+        self.max_too_large = n;
+        self
     }
 
     /// The largest frame the budget can ever hold.
@@ -170,106 +148,6 @@ pub fn format_id(stream: StreamId, seq: u64) -> String {
     format!("{}-{}", stream.0, seq)
 }
 
-/// What [`ReplayBuffer::append`] did with an event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[must_use = "the frame is what must be written to the client"]
-pub struct Appended {
-    /// The event's id (`<stream>-<seq>`).
-    pub id: String,
-    /// The event's sequence number in its stream.
-    pub seq: u64,
-    /// The encoded SSE frame (id, event, retry and data lines, blank line): write exactly these bytes.
-    pub frame: Bytes,
-    /// Whether the frame exceeds the per-event cap or the whole budget, so that the buffer cannot keep it
-    /// once it is no longer pinned: a replay that needs it will be a [`MissReason::TooLarge`] miss.
-    pub oversized: bool,
-}
-
-/// Why [`ReplayBuffer::append`] refused an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AppendError {
-    /// The stream was closed with [`ReplayBuffer::close_stream`].
-    Closed(StreamId),
-    /// The stream was never opened by this buffer, or has been forgotten.
-    UnknownStream(StreamId),
-}
-
-impl fmt::Display for AppendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AppendError::Closed(s) => write!(f, "stream {s} is closed"),
-            AppendError::UnknownStream(s) => {
-                write!(f, "stream {s} is unknown to this replay buffer")
-            }
-        }
-    }
-}
-
-impl std::error::Error for AppendError {}
-
-/// The frames to re-send after a `Last-Event-ID`, oldest first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Replay {
-    /// The stream the id belongs to.
-    pub stream: StreamId,
-    /// The frames of every event after the id, as first written (refcounted clones). May be empty when
-    /// the id was the stream's last event.
-    pub frames: Vec<Bytes>,
-    /// Whether the stream is closed: no event will follow these frames.
-    pub closed: bool,
-}
-
-/// Why a replay is impossible.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MissReason {
-    /// The id is malformed, names a stream never opened, or an event never sent.
-    Unknown,
-    /// An event after the id (or the whole stream) was evicted to stay within the budget.
-    Evicted,
-    /// An event after the id was larger than the per-event cap or the budget, so it was never kept.
-    TooLarge,
-}
-
-impl MissReason {
-    /// A short lower-case name (`unknown`, `evicted`, `too_large`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MissReason::Unknown => "unknown",
-            MissReason::Evicted => "evicted",
-            MissReason::TooLarge => "too_large",
-        }
-    }
-}
-
-impl fmt::Display for MissReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A replay the buffer cannot serve.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Miss {
-    /// Why.
-    pub reason: MissReason,
-    /// The id of the first event that cannot be replayed, when the stream is known.
-    pub missing: Option<String>,
-    /// How long the client should wait before it tries again ([`Config::retry_after`]).
-    pub retry_after: Duration,
-}
-
-impl fmt::Display for Miss {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "replay unavailable ({})", self.reason)?;
-        if let Some(id) = &self.missing {
-            write!(f, ": event {id} is not held")?;
-        }
-        write!(f, "; retry after {} ms", self.retry_after.as_millis())
-    }
-}
-
-impl std::error::Error for Miss {}
-
 #[derive(Debug)]
 struct Stored {
     frame: Bytes,
@@ -283,20 +161,26 @@ struct Stored {
 struct StreamState {
     next_seq: u64,
     closed: bool,
+    /// The events held, pinned or budgeted, by sequence number.
     events: BTreeMap<u64, Stored>,
-    /// Events dropped because they could never fit (a later replay of them is `TooLarge`).
-    too_large: BTreeSet<u64>,
+    /// Remembered events dropped because they could never fit: seq -> append order.
+    too_large: BTreeMap<u64, u64>,
 }
 
-/// Per-session store of sent SSE frames for `Last-Event-ID` resumption (see the [module docs](self)).
+/// Per-session store of sent SSE frames for `Last-Event-ID` resumption (see the
+/// [module docs](super)).
 #[derive(Debug)]
 pub struct ReplayBuffer {
     config: Config,
     streams: BTreeMap<u64, StreamState>,
+    /// The closed streams among `streams`, oldest first.
+    closed: BTreeSet<u64>,
     next_stream: u64,
     next_order: u64,
     /// The budgeted events, oldest first: order -> (stream, seq).
     ring: BTreeMap<u64, (u64, u64)>,
+    /// The remembered too-large events, oldest first: order -> (stream, seq).
+    too_large: BTreeMap<u64, (u64, u64)>,
     used_bytes: usize,
     pinned_bytes: usize,
 }
@@ -313,9 +197,11 @@ impl ReplayBuffer {
         ReplayBuffer {
             config,
             streams: BTreeMap::new(),
+            closed: BTreeSet::new(),
             next_stream: 1,
             next_order: 0,
             ring: BTreeMap::new(),
+            too_large: BTreeMap::new(),
             used_bytes: 0,
             pinned_bytes: 0,
         }
@@ -327,14 +213,19 @@ impl ReplayBuffer {
     }
 
     /// Opens a new stream (stream numbers start at 1). If more than [`Config::max_streams`] streams are
-    /// then remembered, the oldest closed one is forgotten.
+    /// then remembered, the oldest closed one is forgotten, or if none is closed the oldest open one.
     pub fn open_stream(&mut self) -> StreamId {
         let id = self.next_stream;
         self.next_stream += 1;
         self.streams.insert(id, StreamState::default());
         while self.streams.len() > self.config.max_streams.max(1) {
-            let Some(oldest) = self.streams.iter().find(|(_, s)| s.closed).map(|(k, _)| *k) else {
-                break;
+            let oldest = match self.closed.first() {
+                Some(&closed) => closed,
+                None => *self
+                    .streams
+                    .keys()
+                    .next()
+                    .expect("more streams than the cap"),
             };
             self.forget_stream(StreamId(oldest));
         }
@@ -346,6 +237,7 @@ impl ReplayBuffer {
     pub fn close_stream(&mut self, stream: StreamId) {
         if let Some(s) = self.streams.get_mut(&stream.0) {
             s.closed = true;
+            self.closed.insert(stream.0);
         }
     }
 
@@ -354,6 +246,7 @@ impl ReplayBuffer {
         let Some(state) = self.streams.remove(&stream.0) else {
             return;
         };
+        self.closed.remove(&stream.0);
         for stored in state.events.into_values() {
             if stored.budgeted {
                 self.ring.remove(&stored.order);
@@ -361,6 +254,9 @@ impl ReplayBuffer {
             } else {
                 self.pinned_bytes -= stored.frame.len();
             }
+        }
+        for order in state.too_large.into_values() {
+            self.too_large.remove(&order);
         }
     }
 
@@ -383,14 +279,18 @@ impl ReplayBuffer {
         retry: Option<u64>,
     ) -> Result<Appended, AppendError> {
         let state = match self.streams.get_mut(&stream.0) {
-            Some(s) if s.closed => return Err(AppendError::Closed(stream)),
+            Some(s) if s.closed => return Err(AppendError::Closed),
             Some(s) => s,
-            None => return Err(AppendError::UnknownStream(stream)),
+            None => return Err(AppendError::UnknownStream),
         };
+        if let Some(event) = event {
+            check_event(event)?;
+        }
         let seq = state.next_seq;
         state.next_seq += 1;
         let id = format_id(stream, seq);
-        let frame = encode_frame(Some(&id), event, data, retry);
+        // The id is digits and `-`: nothing to check.
+        let frame = encode_unchecked(Some(id.as_bytes()), event, data, retry);
         let oversized = frame.len() > self.config.event_cap();
         let order = self.next_order;
         self.next_order += 1;
@@ -413,35 +313,53 @@ impl ReplayBuffer {
         })
     }
 
-    /// Moves a pinned event into the budget, evicting oldest-first to make room. An event over the
-    /// per-event cap is then dropped; one larger than the whole budget first evicts everything, as it
-    /// would have overwritten every slot of a ring (the field servers' behaviour).
+    /// Moves a pinned event into the budget, evicting oldest-first to make room. An event that can
+    /// never fit (over the per-event cap or the whole budget, or a zero event cap) is dropped at once
+    /// and evicts nothing: an event that is not stored never evicts another.
     fn admit(&mut self, stream: u64, seq: u64) {
-        let Some(len) = self
-            .streams
-            .get(&stream)
-            .and_then(|s| s.events.get(&seq))
-            .map(|e| e.frame.len())
-        else {
+        let Some(state) = self.streams.get_mut(&stream) else {
             return;
         };
-        while !self.ring.is_empty()
-            && (self.used_bytes + len > self.config.max_bytes
-                || self.ring.len() + 1 > self.config.max_events)
-        {
-            self.evict_oldest();
-        }
+        let Some(stored) = state.events.get(&seq) else {
+            return;
+        };
+        let len = stored.frame.len();
+        let order = stored.order;
         self.pinned_bytes -= len;
         let fits = len <= self.config.event_cap() && self.config.max_events > 0;
-        let state = self.streams.get_mut(&stream).expect("stream checked above");
-        if fits {
-            let stored = state.events.get_mut(&seq).expect("event checked above");
-            stored.budgeted = true;
-            self.ring.insert(stored.order, (stream, seq));
-            self.used_bytes += len;
-        } else {
+        if !fits {
             state.events.remove(&seq);
-            state.too_large.insert(seq);
+            self.remember_too_large(stream, seq, order);
+            return;
+        }
+        while self.used_bytes + len > self.config.max_bytes
+            || self.ring.len() + 1 > self.config.max_events
+        {
+            // `fits` guarantees that an empty ring has room.
+            self.evict_oldest();
+        }
+        let state = self.streams.get_mut(&stream).expect("stream checked above");
+        let stored = state.events.get_mut(&seq).expect("event checked above");
+        stored.budgeted = true;
+        self.ring.insert(order, (stream, seq));
+        self.used_bytes += len;
+    }
+
+    fn remember_too_large(&mut self, stream: u64, seq: u64, order: u64) {
+        if self.config.max_too_large == 0 {
+            return;
+        }
+        while self.too_large.len() >= self.config.max_too_large {
+            let Some((_, (s, q))) = self.too_large.pop_first() else {
+                break;
+            };
+            if let Some(state) = self.streams.get_mut(&s) {
+                state.too_large.remove(&q);
+            }
+        }
+        self.too_large.insert(order, (stream, seq));
+        if let Some(state) = self.streams.get_mut(&stream) {
+            state.too_large.insert(seq, order);
         }
     }
 
@@ -458,24 +376,33 @@ impl ReplayBuffer {
     }
 
     /// The frames of every event after `last_event_id` in its stream, or why they cannot all be given.
-    /// Either every later event is returned, in order, or none is.
+    /// Either every later event is returned, in order, or none is. Allocates only the result: the
+    /// held events are checked first, so a resume from an id long evicted costs no allocation per
+    /// event appended since.
     pub fn replay_after(&self, last_event_id: &str) -> Result<Replay, Miss> {
         let (stream, seq) = self.locate(last_event_id)?;
         let state = &self.streams[&stream.0];
-        let mut frames = Vec::with_capacity((state.next_seq - seq - 1) as usize);
-        for next in seq + 1..state.next_seq {
-            match state.events.get(&next) {
-                Some(stored) => frames.push(stored.frame.clone()),
-                None => {
-                    let reason = if state.too_large.contains(&next) {
-                        MissReason::TooLarge
-                    } else {
-                        MissReason::Evicted
-                    };
-                    return Err(self.miss(reason, Some(format_id(stream, next))));
-                }
+        // Held events are keyed by sequence number: the suffix is complete iff the events held after
+        // `seq` are exactly seq + 1, seq + 2, ..., next_seq - 1.
+        let mut expected = seq + 1;
+        for &held in state.events.range(expected..).map(|(k, _)| k) {
+            if held != expected {
+                break;
             }
+            expected += 1;
         }
+        if expected < state.next_seq {
+            let reason = if state.too_large.contains_key(&expected) {
+                MissReason::TooLarge
+            } else {
+                MissReason::Evicted
+            };
+            return Err(self.miss(reason, Some(format_id(stream, expected))));
+        }
+        // Every event from seq + 1 on is held, so this is the count of frames held, not of events
+        // ever appended.
+        let mut frames = Vec::with_capacity((state.next_seq - seq - 1) as usize);
+        frames.extend(state.events.range(seq + 1..).map(|(_, s)| s.frame.clone()));
         Ok(Replay {
             stream,
             frames,
@@ -506,11 +433,7 @@ impl ReplayBuffer {
 
     #[cold]
     fn miss(&self, reason: MissReason, missing: Option<String>) -> Miss {
-        Miss {
-            reason,
-            missing,
-            retry_after: self.config.retry_after,
-        }
+        Miss::new(reason, missing, self.config.retry_after)
     }
 
     /// Frame bytes counted against the budget.
@@ -533,87 +456,26 @@ impl ReplayBuffer {
         self.streams.values().map(|s| s.events.len()).sum()
     }
 
+    /// Streams remembered, open or closed.
+    pub fn streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Dropped too-large events remembered (at most [`Config::max_too_large`]).
+    pub fn too_large_events(&self) -> usize {
+        self.too_large.len()
+    }
+
     /// Whether the stream is known and closed.
     pub fn is_closed(&self, stream: StreamId) -> bool {
         self.streams.get(&stream.0).is_some_and(|s| s.closed)
     }
 }
 
-/// Encodes one SSE event frame: `id: ..\n`, `event: ..\n`, `retry: ..\n` (each when given), then one
-/// `data:` line per line of `data`, then the blank line.
-///
-/// `data` is split at every CR, LF or CRLF, so that a decoder joins the lines back with LF (SSE itself
-/// cannot carry a CR in data; compact JSON has no raw line ends at all). Empty data gives one empty
-/// `data:` line, so the event is still dispatched (the priming event).
-///
-/// # Panics
-///
-/// If `id` or `event` contains CR or LF, or `id` contains NUL (a decoder would split or ignore the field).
-pub fn encode_frame(
-    id: Option<&str>,
-    event: Option<&str>,
-    data: &[u8],
-    retry: Option<u64>,
-) -> Bytes {
-    let bad = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n');
-    if let Some(id) = id {
-        assert!(
-            !bad(id) && !id.contains('\0'),
-            "SSE id must not contain CR, LF or NUL: {id:?}"
-        );
-    }
-    if let Some(event) = event {
-        assert!(
-            !bad(event),
-            "SSE event type must not contain CR or LF: {event:?}"
-        );
-    }
-    let lines = 1 + memchr::memchr2_iter(b'\r', b'\n', data).count();
-    let mut cap = 1 + data.len() + lines * "data: \n".len();
-    cap +=
-        id.map_or(0, |s| s.len() + 5) + event.map_or(0, |s| s.len() + 8) + retry.map_or(0, |_| 28);
-    let mut out = BytesMut::with_capacity(cap);
-    if let Some(id) = id {
-        put_field(&mut out, b"id", id.as_bytes());
-    }
-    if let Some(event) = event {
-        put_field(&mut out, b"event", event.as_bytes());
-    }
-    if let Some(retry) = retry {
-        put_field(&mut out, b"retry", retry.to_string().as_bytes());
-    }
-    let mut rest = data;
-    loop {
-        match memchr::memchr2(b'\r', b'\n', rest) {
-            Some(i) => {
-                put_field(&mut out, b"data", &rest[..i]);
-                let crlf = rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n');
-                rest = &rest[i + 1 + usize::from(crlf)..];
-            }
-            None => {
-                put_field(&mut out, b"data", rest);
-                break;
-            }
-        }
-    }
-    out.put_u8(b'\n');
-    out.freeze()
-}
-
-fn put_field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
-    out.put_slice(name);
-    if value.is_empty() {
-        out.put_u8(b':');
-    } else {
-        out.put_slice(b": ");
-        out.put_slice(value);
-    }
-    out.put_u8(b'\n');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::FrameError;
 
     fn config(max_bytes: usize, max_events: usize) -> Config {
         let mut c = Config::default();
@@ -628,39 +490,6 @@ mod tests {
         (0..n)
             .map(|_| buf.append(s, None, &vec![b'x'; len]).unwrap())
             .collect()
-    }
-
-    #[test]
-    fn encodes_fields_and_splits_lines() {
-        assert_eq!(
-            &encode_frame(Some("1-0"), None, b"", Some(500))[..],
-            b"id: 1-0\nretry: 500\ndata:\n\n"
-        );
-        assert_eq!(
-            &encode_frame(None, Some("message"), b"{}", None)[..],
-            b"event: message\ndata: {}\n\n"
-        );
-        assert_eq!(
-            &encode_frame(None, None, b"a\nb\r\nc\rd\n", None)[..],
-            b"data: a\ndata: b\ndata: c\ndata: d\ndata:\n\n"
-        );
-        // A leading space in a line survives: the decoder strips exactly one.
-        assert_eq!(&encode_frame(None, None, b" x", None)[..], b"data:  x\n\n");
-        // CR at the very end, and a lone CRLF.
-        assert_eq!(
-            &encode_frame(None, None, b"a\r", None)[..],
-            b"data: a\ndata:\n\n"
-        );
-        assert_eq!(
-            &encode_frame(None, None, b"\r\n", None)[..],
-            b"data:\ndata:\n\n"
-        );
-    }
-
-    #[test]
-    #[should_panic(expected = "must not contain")]
-    fn rejects_line_end_in_id() {
-        let _ = encode_frame(Some("1\n2"), None, b"", None);
     }
 
     #[test]
@@ -755,7 +584,7 @@ mod tests {
     }
 
     #[test]
-    fn oversized_event_is_flagged_wraps_the_ring_and_misses_too_large() {
+    fn oversized_event_is_flagged_evicts_nothing_and_misses_too_large() {
         let mut c = config(1000, 64);
         c.max_event_bytes(200)
             .retry_after(Duration::from_millis(250));
@@ -764,30 +593,139 @@ mod tests {
         let prime = buf.append_with_retry(s, None, b"", Some(100)).unwrap();
         let progress = fill(&mut buf, s, 3, 50);
         // Over the per-event cap but within the budget: flagged and dropped, evicts nothing.
-        let held = buf.used_bytes();
+        let held = (buf.used_bytes(), buf.held_events());
         let mid = buf.append(s, None, &[b'm'; 300]).unwrap();
         assert!(mid.oversized);
-        assert_eq!(buf.used_bytes(), held);
+        assert_eq!((buf.used_bytes(), buf.held_events()), held);
         assert_eq!(
             buf.replay_after(&progress[2].id).unwrap_err().reason,
             MissReason::TooLarge
         );
-        // Larger than the whole budget: it wraps the ring, evicting everything, then is dropped.
+        // Larger than the whole budget: dropped too, and it still evicts nothing (an event that is
+        // not stored never evicts another).
         let big = buf.append(s, None, &[b'r'; 1500]).unwrap();
         assert!(big.oversized);
-        assert_eq!(buf.used_bytes(), 0);
+        assert_eq!((buf.used_bytes(), buf.held_events()), held);
         let miss = buf.replay_after(&mid.id).unwrap_err();
         assert_eq!(miss.reason, MissReason::TooLarge);
         assert_eq!(miss.missing.as_deref(), Some(big.id.as_str()));
         assert_eq!(miss.retry_after, Duration::from_millis(250));
-        // Further back, the first missing event is an evicted one.
+        // The events before it are all still replayable up to the first too-large one.
+        let miss = buf.replay_after(&prime.id).unwrap_err();
         assert_eq!(
-            buf.replay_after(&prime.id).unwrap_err().reason,
-            MissReason::Evicted
+            (miss.reason, miss.missing),
+            (MissReason::TooLarge, Some(mid.id.clone()))
         );
+        assert_eq!(buf.frame(&progress[0].id), Some(progress[0].frame.clone()));
         // Events appended after it are fine and replayable from it.
         let after = buf.append(s, None, b"{}").unwrap();
         assert_eq!(buf.replay_after(&big.id).unwrap().frames, vec![after.frame]);
+    }
+
+    #[test]
+    fn remembered_too_large_events_are_bounded() {
+        let mut c = config(1000, 64);
+        c.max_event_bytes(100).max_too_large(2);
+        let mut buf = ReplayBuffer::new(c);
+        let s = buf.open_stream();
+        let first = buf.append(s, None, b"{}").unwrap();
+        let big: Vec<_> = (0..5)
+            .map(|_| buf.append(s, None, &[b'r'; 200]).unwrap())
+            .collect();
+        assert_eq!(buf.too_large_events(), 2);
+        // The oldest too-large events are forgotten: their miss degrades to `evicted`, still
+        // naming the right event; the remembered ones still say `too_large`.
+        let miss = buf.replay_after(&first.id).unwrap_err();
+        assert_eq!(
+            (miss.reason, miss.missing),
+            (MissReason::Evicted, Some(big[0].id.clone()))
+        );
+        let miss = buf.replay_after(&big[2].id).unwrap_err();
+        assert_eq!(
+            (miss.reason, miss.missing),
+            (MissReason::TooLarge, Some(big[3].id.clone()))
+        );
+        for n in [0, 1] {
+            let mut c = config(1000, 64);
+            c.max_event_bytes(100).max_too_large(n);
+            let mut buf = ReplayBuffer::new(c);
+            let s = buf.open_stream();
+            for _ in 0..10 {
+                let _ = buf.append(s, None, &[b'r'; 200]).unwrap();
+            }
+            assert_eq!(buf.too_large_events(), n);
+        }
+        // Forgetting the stream forgets its too-large events.
+        buf.forget_stream(s);
+        assert_eq!(buf.too_large_events(), 0);
+    }
+
+    #[test]
+    fn open_streams_are_forgotten_beyond_max_streams() {
+        let mut c = Config::default();
+        c.max_streams(3);
+        let mut buf = ReplayBuffer::new(c);
+        // A server that opens streams and never closes them: the oldest open one goes.
+        let streams: Vec<StreamId> = (0..10)
+            .map(|_| {
+                let s = buf.open_stream();
+                let _ = buf.append(s, None, b"{}").unwrap();
+                s
+            })
+            .collect();
+        assert_eq!(buf.streams(), 3);
+        assert_eq!(buf.held_events(), 3);
+        assert_eq!(
+            buf.replay_after("1-0").unwrap_err().reason,
+            MissReason::Evicted
+        );
+        assert_eq!(
+            buf.append(streams[0], None, b"{}"),
+            Err(AppendError::UnknownStream)
+        );
+        assert!(buf.replay_after("8-0").is_ok());
+        // A closed stream goes before any open one, even an older open one.
+        buf.close_stream(streams[9]);
+        let _ = buf.open_stream();
+        assert!(buf.replay_after("8-0").is_ok());
+        assert_eq!(
+            buf.replay_after("10-0").unwrap_err().reason,
+            MissReason::Evicted
+        );
+        // Zero still remembers the newest stream.
+        let mut c = Config::default();
+        c.max_streams(0);
+        let mut buf = ReplayBuffer::new(c);
+        let a = buf.open_stream();
+        let b = buf.open_stream();
+        assert!(buf.append(b, None, b"{}").is_ok());
+        assert_eq!(buf.append(a, None, b"{}"), Err(AppendError::UnknownStream));
+    }
+
+    #[test]
+    fn event_type_with_a_line_end_is_a_typed_error_and_uses_no_id() {
+        let mut buf = ReplayBuffer::default();
+        let s = buf.open_stream();
+        assert_eq!(
+            buf.append(s, Some("a\nb"), b"{}"),
+            Err(AppendError::Frame(FrameError::EventLineEnd { offset: 1 }))
+        );
+        assert_eq!(buf.append(s, None, b"{}").unwrap().id, "1-0");
+    }
+
+    #[test]
+    fn replay_from_an_old_id_checks_before_it_collects() {
+        let mut buf = ReplayBuffer::new(config(1 << 20, 4));
+        let s = buf.open_stream();
+        let all = fill(&mut buf, s, 1000, 1);
+        let miss = buf.replay_after(&all[0].id).unwrap_err();
+        assert_eq!(
+            (miss.reason, miss.missing.as_deref()),
+            (MissReason::Evicted, Some("1-1"))
+        );
+        let ok = buf.replay_after(&all[995].id).unwrap();
+        assert_eq!(ok.frames.len(), 4);
+        assert_eq!(ok.frames.capacity(), ok.frames.len());
     }
 
     #[test]
@@ -803,16 +741,13 @@ mod tests {
             );
         }
         buf.close_stream(s);
-        assert_eq!(buf.append(s, None, b"{}"), Err(AppendError::Closed(s)));
+        assert_eq!(buf.append(s, None, b"{}"), Err(AppendError::Closed));
         buf.forget_stream(s);
         assert_eq!(
             buf.replay_after("1-0").unwrap_err().reason,
             MissReason::Evicted
         );
-        assert_eq!(
-            buf.append(s, None, b"{}"),
-            Err(AppendError::UnknownStream(s))
-        );
+        assert_eq!(buf.append(s, None, b"{}"), Err(AppendError::UnknownStream));
     }
 
     #[test]
@@ -870,15 +805,13 @@ mod tests {
         let _ = buf.append(a, None, b"{}").unwrap();
         let b = buf.open_stream();
         let _ = buf.append(b, None, b"{}").unwrap();
-        let c = buf.open_stream(); // a is still open: nothing to forget
+        buf.close_stream(b);
+        let c = buf.open_stream(); // b is closed: it goes before the older, open a
         assert!(buf.replay_after("1-0").is_ok());
-        buf.close_stream(a);
-        let _d = buf.open_stream();
         assert_eq!(
-            buf.replay_after("1-0").unwrap_err().reason,
+            buf.replay_after("2-0").unwrap_err().reason,
             MissReason::Evicted
         );
-        assert!(buf.replay_after("2-0").is_ok());
         assert!(!buf.is_closed(c));
     }
 
