@@ -37,6 +37,35 @@
 //! `cursor + 1`" is required only with [`Config::contiguous_ids`]. A priming event (empty data, an
 //! id) moves the cursor and proves nothing either way, wherever it comes.
 //!
+//! # Decision table (as built)
+//!
+//! | moment | condition | decision |
+//! | --- | --- | --- |
+//! | event | non-empty data, `Complete`, id not in the window | `Deliver`; cursor := id |
+//! | event | empty data with an id (priming), anywhere | `Cursor(id)`; proves nothing either way |
+//! | event | empty data, no id | `Skip(KeepAlive)` (not an event for the replay checks) |
+//! | event | verdict `Incomplete` / `Trailing` / `Invalid` | `IncompleteMessage` / `TrailingBytes` / `InvalidMessage` |
+//! | event | id in the window, same content hash | `Skip(ExactReplay)` |
+//! | event | id in the window, other content | `StreamRestarted(IdReused)` |
+//! | event | response to a requested id already answered in the session | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse` |
+//! | event | `event: error`, first event of a resumed connection | `ReplayUnavailable { status: None }` |
+//! | event | `event: error` elsewhere, data not a complete JSON value | `Skip(ErrorFrame)` |
+//! | decode error | the decoder dropped an event over a limit | `DecodeLimit` returned; the guard goes on |
+//! | disconnect | at a boundary, or a partial event (`Verified`) | `Resume { last_event_id: cursor, needed }` |
+//! | disconnect | partial event, `Strict` | `PartialEvent` |
+//! | disconnect | no cursor, a response outstanding | `Unresumable` |
+//! | disconnect | resumed connection with no event, no partial, response outstanding | `ReplayMissed { waited: None }` |
+//! | reconnect | `404` / `409`, `410` / `429`, `503` / other or not SSE | `SessionExpired` / `ReplayUnavailable` / `Busy` (transient) / `UnexpectedResponse` |
+//! | timeout | resumed connection with no event yet, response outstanding | `ReplayMissed { waited }` |
+//! | first message after a resume | the interrupted message's id was known (id line and data had arrived) and this is another id | `Gap` |
+//! | first message after a resume | its content equals a message in the window, under a new id | `StreamRestarted(MessageRepeated)` |
+//! | first event with an id after a resume, [`Config::contiguous_ids`] | not `cursor + 1` in the cursor's shape | `Gap` |
+//! | message after any resume | numbered stream: id not above the highest / other stream part | `StreamRestarted(Backwards / OtherStream)` |
+//!
+//! "Outstanding" means registered with [`Guard::expect_response`] and not answered anywhere in
+//! the session's [`Registry`] (nor forgotten): a response delivered on another stream of the
+//! session ends this stream's need to resume.
+//!
 //! # `event: error`
 //!
 //! An `event: error` frame is the server's refusal to resume only as the answer to a resume: the

@@ -757,10 +757,13 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
             out.refused = Some(t);
             return Ok(out);
         }
-        if behaviour == Behaviour::HeldOpen
-            && let Err(e) = guard.on_replay_timeout(guard.replay_timeout())
-        {
-            out.refused = Some(e.kind);
+        if behaviour == Behaviour::HeldOpen {
+            // The connection never ends: without a refusal at the timeout, the client waits forever.
+            if let Err(e) = guard.on_replay_timeout(guard.replay_timeout()) {
+                out.refused = Some(e.kind);
+            } else {
+                out.stalled = true;
+            }
             return Ok(out);
         }
     }
