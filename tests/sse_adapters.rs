@@ -44,14 +44,7 @@ mod codec {
             assert_eq!(&ev.id[..], b"2");
             match &items[2] {
                 Err(CodecError::PartialEvent(p)) => {
-                    assert_eq!(
-                        *p,
-                        PartialEvent {
-                            bytes: 17,
-                            data_len: 5,
-                            id: Some("3".into())
-                        }
-                    )
+                    assert_eq!(*p, PartialEvent::new(17, 5, Some("3".into())))
                 }
                 other => panic!("expected the partial event, got {other:?}"),
             }
@@ -92,11 +85,7 @@ mod stream {
             assert_eq!(&events[1].as_ref().unwrap().id[..], b"2");
             assert_eq!(
                 s.partial(),
-                Some(&PartialEvent {
-                    bytes: 17,
-                    data_len: 5,
-                    id: Some("3".into())
-                })
+                Some(&PartialEvent::new(17, 5, Some("3".into())))
             );
             assert_eq!(&s.decoder().last_event_id()[..], b"2");
             let (partial, decoder) = s.into_partial();

@@ -20,7 +20,11 @@ mod tests;
 
 #[cfg(feature = "codec")]
 pub use codec::{Codec, CodecError};
+#[cfg(feature = "testing")]
+pub(crate) use decoder::COPY_BELOW;
 pub use decoder::{Config, DecodeError, Decoder};
+#[cfg(feature = "testing")]
+pub(crate) use event::JOIN;
 pub use event::{Data, Event, PartialEvent};
 #[cfg(feature = "stream")]
 pub use stream::{EventStream, StreamError};
