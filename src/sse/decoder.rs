@@ -86,9 +86,12 @@ impl Config {
     /// one more piece to step over; copying a piece of a few hundred bytes costs less. The default
     /// comes from `benches/decode.rs` (`tiny_chunks` group): one 4 MiB event fed in chunks of 64 to
     /// 4096 bytes, decoded and then read once segment by segment (what the gate and the content
-    /// hash do), copying versus slicing every chunk. Copying wins below about 256 bytes and slicing
-    /// from 512 up. It also bounds memory: a slice pins its whole chunk, so copying small pieces
-    /// keeps one byte of data from holding a chunk. Pieces of the last `data` line of an event
+    /// hash do), copying versus slicing every chunk, on a loaded 2-core VM: copying is as fast or
+    /// faster up to 256 bytes (64: 8.2 vs 9.6 ms, noisy; 128: 4.1 vs 4.5; 256: 2.7 vs 2.6-3.2),
+    /// they tie at 512 (1.6-1.8 ms each), and slicing wins from 1024 (1.2 vs 1.5 ms; 4096: 0.8 vs
+    /// 1.1). Where they tie, copying is the one that bounds memory: a slice pins its whole chunk
+    /// and costs a segment, so copying small pieces keeps one byte of data from holding a chunk
+    /// (see the memory bound in [`crate::sse`]). Pieces of the last `data` line of an event
     /// that ends in the chunk being scanned are always sliced (that chunk is held anyway).
     pub fn copy_below(&mut self, n: usize) -> &mut Self {
         self.copy_below = n;
