@@ -197,10 +197,10 @@ fn check_event(
         }
         previous = Some(kind);
     }
-    if copy_below > 0 {
+    if let Some(slices) = ev.data.len().checked_div(copy_below) {
         // Slices but the last hold at least `copy_below` bytes; joins and copy runs are at most
         // one each per slice, plus one.
-        let cap = 3 * (ev.data.len() / copy_below + 1) + 1;
+        let cap = 3 * (slices + 1) + 1;
         assert!(
             segments.len() <= cap,
             "{} segments for {} bytes",
