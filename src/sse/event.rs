@@ -21,7 +21,7 @@ pub(crate) const LF: Bytes = Bytes::from_static(&JOIN);
 /// one slice of that chunk. Nothing else is copied until [`Data::contiguous`] is asked for a rope
 /// of more than one segment.
 ///
-/// Equality, ordering-free hashing and [`Data::eq_bytes`] look at the bytes only, never at how they
+/// Equality, hashing and [`Data::eq_bytes`] look at the bytes only, never at how they
 /// are split into segments: `"ab"` equals `"a"` + `"b"`.
 #[derive(Clone, Default)]
 pub struct Data {
