@@ -1,73 +1,123 @@
 //! Decoder throughput against a `memcpy` of the same bytes and the peer SSE crates, in the same
 //! group (DESIGN.md's table): one 4 MiB event in 16 KiB and in 64-byte chunks, 100k progress events
 //! of ~200 B, and one 4 MiB structure-dense message. Peers are driven as their users drive them:
-//! `futures::executor::block_on` over a `futures::stream::iter` of pre-sliced `Bytes` chunks.
+//! `futures::executor::block_on` over a `futures::stream::iter` of owned `Bytes` chunks.
 //!
-//! `cargo bench --bench decode -- --warm-up-time 1 --measurement-time 2`
+//! `cargo bench --bench decode -- --warm-up-time 0.5 --measurement-time 1`
+//!
+//! Chunks are built as a transport builds them: each its own allocation, made fresh for every
+//! timed run (untimed setup), so that dropping a chunk frees it.
 //!
 //! `eventsource-stream` rescans its whole buffer on every chunk (quadratic in the event size), so on
 //! the 4 MiB groups it runs on a 256 KiB cut of the same event (`eventsource-stream_256KiB`, its own
 //! throughput): its per-byte figure there flatters it, and is still the slowest.
 //!
-//! Each group also times `drop_chunks`: dropping the owned chunks without decoding them, one
-//! refcount decrement each. Any decoder handed owned chunks pays it, so it is the floor under every
-//! row (it dominates with 64-byte chunks). `benches/alloc.rs` counts the allocations.
+//! Each group also times `drop_chunks`: dropping the owned chunks without decoding them, one free
+//! each. Any decoder handed owned chunks pays it, so it is the floor under every row (it dominates
+//! with 64-byte chunks). `benches/alloc.rs` counts the allocations.
+//!
+//! The `tiny_chunks_<size>` groups pick `Config::copy_below`: one 4 MiB event in chunks of `size`
+//! bytes, decoded and then read once segment by segment (an xxh3 over the rope, as the guard's
+//! content hash reads it), with every chunk sliced (`slice`: `copy_below(0)`) or copied (`copy`:
+//! `copy_below(usize::MAX)`).
 
 mod common;
 
 use std::hint::black_box;
 
 use bytes::Bytes;
-use common::{DECODERS, Run, big_event, dense_event, progress_events, slices};
+use common::{DECODERS, Run, big_event, chunks, dense_event, fresh, progress_events};
 use criterion::measurement::WallTime;
 use criterion::{
     BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main,
 };
+use ssegate::sse::Config;
 
 fn bench_decoder(g: &mut BenchmarkGroup<'_, WallTime>, id: &str, run: Run, chunks: &[Bytes]) {
-    // The transport hands the decoder owned chunks: cloning the pre-sliced Vec is setup, untimed.
+    // The transport hands the decoder owned chunks: allocating them is setup, untimed.
     g.bench_function(id, |b| {
         b.iter_batched(
-            || chunks.to_vec(),
+            || fresh(chunks),
             |chunks| black_box(run(chunks)),
             BatchSize::LargeInput,
         )
     });
 }
 
-fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usize) {
-    let bytes = Bytes::copy_from_slice(input);
-    let chunks = slices(&bytes, chunk);
-    let mut g = c.benchmark_group(name);
-    g.throughput(Throughput::Bytes(input.len() as u64));
-    g.sample_size(10);
+fn memcpy(g: &mut BenchmarkGroup<'_, WallTime>, input: &[u8]) {
     let mut dst = vec![0u8; input.len()];
     g.bench_function("memcpy", |b| {
         b.iter(|| {
-            dst.copy_from_slice(black_box(&bytes));
+            dst.copy_from_slice(black_box(input));
             black_box(&dst);
         })
     });
+}
+
+fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usize) {
+    let owned = chunks(input, chunk);
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(input.len() as u64));
+    g.sample_size(10);
+    memcpy(&mut g, input);
     g.bench_function("drop_chunks", |b| {
-        b.iter_batched(|| chunks.to_vec(), drop, BatchSize::LargeInput)
+        b.iter_batched(|| fresh(&owned), drop, BatchSize::LargeInput)
     });
     for (id, run) in DECODERS {
         if id == "eventsource-stream" && events == 1 {
             // Quadratic: a 256 KiB cut of the same event (see the module docs).
             let mut small = input[..256 << 10].to_vec();
             small.extend_from_slice(b"\"}\n\n");
-            let small = Bytes::from(small);
-            let small_chunks = slices(&small, chunk);
-            assert_eq!(run(small_chunks.clone()), 1, "{id} on {name}");
+            let small_chunks = chunks(&small, chunk);
+            assert_eq!(run(fresh(&small_chunks)), 1, "{id} on {name}");
             g.throughput(Throughput::Bytes(small.len() as u64));
             bench_decoder(&mut g, "eventsource-stream_256KiB", run, &small_chunks);
             g.throughput(Throughput::Bytes(input.len() as u64));
             continue;
         }
-        assert_eq!(run(chunks.clone()), events, "{id} on {name}");
-        bench_decoder(&mut g, id, run, &chunks);
+        assert_eq!(run(fresh(&owned)), events, "{id} on {name}");
+        bench_decoder(&mut g, id, run, &owned);
     }
     g.finish();
+}
+
+/// Decodes with `copy_below`, then reads the event's data once, segment by segment.
+fn decode_and_read(copy_below: usize, chunks: Vec<Bytes>) -> u64 {
+    let mut d = Config::default().copy_below(copy_below).build();
+    let mut h = 0;
+    for c in chunks {
+        d.feed(c);
+        while let Some(r) = d.next_event() {
+            let ev = r.expect("no limit is hit");
+            let mut x = xxhash_rust::xxh3::Xxh3::new();
+            for seg in ev.data.chunks() {
+                x.update(seg);
+            }
+            h ^= x.digest();
+        }
+    }
+    h
+}
+
+fn tiny_chunks(c: &mut Criterion) {
+    let big = big_event(4 << 20);
+    for size in [64, 128, 256, 512, 1024, 4096] {
+        let owned = chunks(&big, size);
+        let mut g = c.benchmark_group(format!("tiny_chunks_{size}"));
+        g.throughput(Throughput::Bytes(big.len() as u64));
+        g.sample_size(10);
+        memcpy(&mut g, &big);
+        for (id, copy_below) in [("slice", 0), ("copy", usize::MAX)] {
+            g.bench_function(id, |b| {
+                b.iter_batched(
+                    || fresh(&owned),
+                    |chunks| black_box(decode_and_read(copy_below, chunks)),
+                    BatchSize::LargeInput,
+                )
+            });
+        }
+        g.finish();
+    }
 }
 
 fn benches(c: &mut Criterion) {
@@ -90,5 +140,5 @@ fn benches(c: &mut Criterion) {
     );
 }
 
-criterion_group!(decode, benches);
+criterion_group!(decode, benches, tiny_chunks);
 criterion_main!(decode);

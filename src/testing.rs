@@ -42,3 +42,12 @@ pub fn reference_decode(input: &[u8]) -> ReferenceOutcome {
         partial,
     }
 }
+
+/// The address of the byte every static `"\n"` join segment of an SSE [`Data`](crate::sse::Data)
+/// rope points at: a join is that segment, not any one-byte `"\n"`.
+pub fn sse_join_ptr() -> *const u8 {
+    crate::sse::JOIN.as_ptr()
+}
+
+/// The SSE decoder's default [`Config::copy_below`](crate::sse::Config::copy_below).
+pub const SSE_COPY_BELOW: usize = crate::sse::COPY_BELOW;

@@ -44,17 +44,52 @@ mod codec {
             assert_eq!(&ev.id[..], b"2");
             match &items[2] {
                 Err(CodecError::PartialEvent(p)) => {
-                    assert_eq!(
-                        *p,
-                        PartialEvent {
-                            bytes: 17,
-                            data_len: 5,
-                            id: Some("3".into())
-                        }
-                    )
+                    assert_eq!(*p, PartialEvent::new(17, 5, Some("3".into())))
                 }
                 other => panic!("expected the partial event, got {other:?}"),
             }
+        }
+    }
+
+    /// FramedRead ends the stream after any `Err` from the codec: it yields `None` next and calls
+    /// the codec again only after reading more. The codec ends the connection there too, so
+    /// polling on yields nothing from the rest of this connection, and the decoder it hands back
+    /// starts the next connection clean.
+    #[test]
+    fn codec_ends_the_connection_after_an_error_as_framed_read_does() {
+        use ssegate::sse::{Config, DecodeError};
+        let input: &'static [u8] = Box::leak(
+            format!(
+                "id: 1\ndata: a\n\ndata: {}\n\nid: 5\ndata: b\n\n",
+                "x".repeat(100)
+            )
+            .into_bytes()
+            .into_boxed_slice(),
+        );
+        for n in [1, 7, 4096] {
+            let mut config = Config::default();
+            config.max_event(10);
+            let codec = Codec::with_decoder(config.build());
+            let mut framed = FramedRead::new(Trickle(input, n), codec);
+            futures::executor::block_on(async {
+                let ev = framed.next().await.unwrap().unwrap();
+                assert!(ev.data.eq_bytes(b"a"));
+                match framed.next().await {
+                    Some(Err(CodecError::Decode(DecodeError::EventTooLarge {
+                        limit: 10,
+                        offset: 15,
+                    }))) => {}
+                    other => panic!("reads of {n}: expected the limit error, got {other:?}"),
+                }
+                // FramedRead: `None` right after the error.
+                assert!(framed.next().await.is_none(), "reads of {n}");
+                // Polled again it reads on, and the codec yields nothing more of this connection.
+                assert!(framed.next().await.is_none(), "reads of {n}");
+            });
+            assert!(framed.decoder().ended());
+            let decoder = framed.into_parts().codec.into_decoder();
+            assert_eq!(&decoder.last_event_id()[..], b"1", "reads of {n}");
+            assert_eq!(decoder.offset(), 0, "the next connection starts clean");
         }
     }
 
@@ -92,11 +127,7 @@ mod stream {
             assert_eq!(&events[1].as_ref().unwrap().id[..], b"2");
             assert_eq!(
                 s.partial(),
-                Some(&PartialEvent {
-                    bytes: 17,
-                    data_len: 5,
-                    id: Some("3".into())
-                })
+                Some(&PartialEvent::new(17, 5, Some("3".into())))
             );
             assert_eq!(&s.decoder().last_event_id()[..], b"2");
             let (partial, decoder) = s.into_partial();

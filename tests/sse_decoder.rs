@@ -68,7 +68,9 @@ fn four_mib_event_in_16k_chunks_is_not_copied() {
 
 #[test]
 fn line_inside_one_chunk_is_one_slice() {
-    let input = Bytes::from_static(b"data: hello\ndata: world\n\n");
+    // Lines of at least `copy_below` (256) bytes are slices, joined by the static LF.
+    let (hello, world) = ("h".repeat(300), "w".repeat(256));
+    let input = Bytes::from(format!("data: {hello}\ndata: {world}\n\n"));
     let mut d = Decoder::new();
     d.feed(input.clone());
     let ev = d.next_event().unwrap().unwrap();
@@ -76,8 +78,90 @@ fn line_inside_one_chunk_is_one_slice() {
     assert_eq!(segs.len(), 3);
     assert_eq!(segs[0].as_ptr(), input[6..].as_ptr());
     assert_eq!(&segs[1][..], b"\n");
-    assert_eq!(segs[2].as_ptr(), input[18..].as_ptr());
-    assert_eq!(ev.data.contiguous(), Bytes::from_static(b"hello\nworld"));
+    assert_eq!(segs[2].as_ptr(), input[6 + 300 + 7..].as_ptr());
+    assert_eq!(ev.data.contiguous(), format!("{hello}\n{world}").as_bytes());
+
+    // The last line of an event is a slice of its chunk, whatever its size.
+    let input = Bytes::from_static(b"data: hi\n\n");
+    d.feed(input.clone());
+    let ev = d.next_event().unwrap().unwrap();
+    assert_eq!(ev.data.segments().len(), 1);
+    assert_eq!(ev.data.segments()[0].as_ptr(), input[6..].as_ptr());
+}
+
+#[test]
+fn small_pieces_are_copied_into_one_segment() {
+    let input = Bytes::from_static(b"data: hello\ndata\ndata: world\n\n");
+    let mut d = Decoder::new();
+    d.feed(input.clone());
+    let ev = d.next_event().unwrap().unwrap();
+    assert_eq!(ev.data.segments().len(), 1);
+    assert_eq!(ev.data.contiguous(), Bytes::from_static(b"hello\n\nworld"));
+    let range = input.as_ptr() as usize..input.as_ptr() as usize + input.len();
+    assert!(!range.contains(&(ev.data.segments()[0].as_ptr() as usize)));
+
+    // With `copy_below(0)` every piece is a slice again.
+    let mut d = Config::default().copy_below(0).build();
+    d.feed(input.clone());
+    let ev = d.next_event().unwrap().unwrap();
+    let segs = ev.data.segments();
+    assert_eq!(segs.len(), 4, "{segs:?}"); // hello, the static join, a copied join, world
+    assert_eq!(segs[0].as_ptr(), input[6..].as_ptr());
+    assert_eq!(segs[3].as_ptr(), input[23..].as_ptr());
+}
+
+#[test]
+fn data_and_events_compare_and_hash_by_bytes() {
+    use ssegate::sse::Data;
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+
+    fn hash(x: &impl Hash) -> u64 {
+        let mut h = DefaultHasher::new();
+        x.hash(&mut h);
+        h.finish()
+    }
+    let text = b"0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ-+";
+    let whole = Data::from(Bytes::from_static(text));
+    // Every split into up to three segments is equal to the whole and hashes the same.
+    for i in 0..=text.len() {
+        for j in i..=text.len() {
+            let mut split = Data::new();
+            split.push(Bytes::from_static(&text[..i]));
+            split.push(Bytes::from_static(&text[i..j]));
+            split.push(Bytes::from_static(&text[j..]));
+            assert_eq!(split, whole, "split at {i}, {j}");
+            assert_eq!(hash(&split), hash(&whole), "split at {i}, {j}");
+        }
+    }
+    let mut other = Data::new();
+    other.push(Bytes::from_static(b"a"));
+    other.push(Bytes::from_static(b"c"));
+    assert_ne!(other, Data::from("ab"));
+    assert_ne!(Data::from("ab"), Data::from("abc"));
+    assert_eq!(Data::new(), Data::from(""));
+
+    // Events: the same stream in two chunkings gives equal events.
+    let input = b"id: 1\nevent: e\ndata: some data\ndata: more\n\n";
+    let mut a = Decoder::new();
+    a.feed(Bytes::from_static(input));
+    let a = a.next_event().unwrap().unwrap();
+    let mut b = Decoder::new();
+    let mut got = None;
+    for c in input.chunks(3) {
+        b.feed(Bytes::copy_from_slice(c));
+        if let Some(r) = b.next_event() {
+            got = Some(r.unwrap());
+        }
+    }
+    let b = got.unwrap();
+    assert_eq!(a, b);
+    assert_eq!(hash(&a), hash(&b));
+    let mut built = ssegate::sse::Event::new(Data::from("some data\nmore"));
+    built.id = Bytes::from_static(b"1");
+    built.event = Some(Bytes::from_static(b"e"));
+    built.has_own_id = true;
+    assert_eq!(built, a);
 }
 
 fn data_of(ev: &Event) -> Vec<u8> {
@@ -238,11 +322,7 @@ fn finish_reports_the_partial_event_and_the_decoder_serves_the_next_connection()
     assert!(d.next_event().is_none());
     assert_eq!(
         d.finish(),
-        Some(PartialEvent {
-            bytes: 6 + 12,
-            data_len: 6,
-            id: Some(Bytes::from_static(b"2"))
-        })
+        Some(PartialEvent::new(6 + 12, 6, Some(Bytes::from_static(b"2"))))
     );
     assert_eq!(&d.last_event_id()[..], b"1");
     assert_eq!(d.retry(), Some(300));

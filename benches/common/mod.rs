@@ -61,15 +61,24 @@ pub(crate) fn progress_events(n: usize) -> Vec<u8> {
     out.into_bytes()
 }
 
-pub(crate) fn slices(input: &Bytes, size: usize) -> Vec<Bytes> {
-    (0..input.len())
-        .step_by(size)
-        .map(|at| input.slice(at..(at + size).min(input.len())))
-        .collect()
+/// `input` in chunks of `size` bytes as a transport hands them over: each chunk its own
+/// allocation (not a slice of one shared buffer), so that dropping a chunk frees it and a chunk a
+/// decoder keeps pins its own bytes only.
+pub(crate) fn chunks(input: &[u8], size: usize) -> Vec<Bytes> {
+    input.chunks(size).map(Bytes::copy_from_slice).collect()
+}
+
+/// Fresh copies of `chunks` (each its own allocation again), for one timed iteration.
+pub(crate) fn fresh(chunks: &[Bytes]) -> Vec<Bytes> {
+    chunks.iter().map(|c| Bytes::copy_from_slice(c)).collect()
 }
 
 fn decode_all(chunks: Vec<Bytes>) -> usize {
-    let mut d = Decoder::new();
+    decode_with(Decoder::new(), chunks)
+}
+
+/// Decodes `chunks` with `d`, dropping each event as it comes.
+pub(crate) fn decode_with(mut d: Decoder, chunks: Vec<Bytes>) -> usize {
     let mut n = 0;
     for c in chunks {
         d.feed(c);

@@ -11,8 +11,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use bytes::{Bytes, BytesMut};
-use smallvec::SmallVec;
+use bytes::Bytes;
 
 use super::event::{Data, Event, LF, PartialEvent};
 
@@ -20,15 +19,21 @@ const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 /// Longest known field name (`event`, `retry`): a name that is longer is an unknown field.
 const NAME_MAX: usize = 5;
 
+/// Pieces shorter than this are copied rather than sliced (see [`Config::copy_below`]).
+pub(crate) const COPY_BELOW: usize = 256;
+
 /// Limits for a [`Decoder`]; every one has a default, and [`Config::build`] makes the decoder.
 ///
 /// Exceeding a limit is a typed [`DecodeError`]; the decoder then discards input up to the next
-/// blank line and carries on, so no input makes it hold more than the limits.
+/// blank line and carries on, so no input makes it hold more than the limits (see the module
+/// docs of [`crate::sse`] for the memory bound they give).
 #[derive(Clone, Debug)]
 pub struct Config {
     max_line: usize,
     max_event: usize,
     max_field: usize,
+    max_block: usize,
+    copy_below: usize,
 }
 
 impl Default for Config {
@@ -37,6 +42,8 @@ impl Default for Config {
             max_line: 64 << 20,
             max_event: 64 << 20,
             max_field: 4 << 10,
+            max_block: 80 << 20,
+            copy_below: COPY_BELOW,
         }
     }
 }
@@ -62,6 +69,35 @@ impl Config {
         self
     }
 
+    /// Most wire bytes one open block (an event before its blank line) may take: every line of it,
+    /// comments, unknown fields, field names and line ends included (default 80 MiB, room for a
+    /// [`Config::max_event`] event and its other fields). This is the limit that bounds memory
+    /// whatever the input: it caps what the open block can pin, however its bytes are spread over
+    /// lines and chunks.
+    pub fn max_block(&mut self, n: usize) -> &mut Self {
+        self.max_block = n;
+        self
+    }
+
+    /// Data pieces shorter than this many bytes are copied into a small owned buffer instead of
+    /// being kept as a refcounted slice of their chunk (default 256).
+    ///
+    /// A slice costs a 32-byte segment, a refcount on the chunk and, for whoever reads the rope,
+    /// one more piece to step over; copying a piece of a few hundred bytes costs less. The default
+    /// comes from `benches/decode.rs` (`tiny_chunks` group): one 4 MiB event fed in chunks of 64 to
+    /// 4096 bytes, decoded and then read once segment by segment (what the gate and the content
+    /// hash do), copying versus slicing every chunk, on a loaded 2-core VM: copying is as fast or
+    /// faster up to 256 bytes (64: 8.2 vs 9.6 ms, noisy; 128: 4.1 vs 4.5; 256: 2.7 vs 2.6-3.2),
+    /// they tie at 512 (1.6-1.8 ms each), and slicing wins from 1024 (1.2 vs 1.5 ms; 4096: 0.8 vs
+    /// 1.1). Where they tie, copying is the one that bounds memory: a slice pins its whole chunk
+    /// and costs a segment, so copying small pieces keeps one byte of data from holding a chunk
+    /// (see the memory bound in [`crate::sse`]). Pieces of the last `data` line of an event
+    /// that ends in the chunk being scanned are always sliced (that chunk is held anyway).
+    pub fn copy_below(&mut self, n: usize) -> &mut Self {
+        self.copy_below = n;
+        self
+    }
+
     /// A decoder with these limits.
     pub fn build(&self) -> Decoder {
         Decoder {
@@ -78,15 +114,18 @@ impl Config {
             line_start: 0,
             open: false,
             block_start: 0,
+            block_at: 0,
             discard: false,
             data: Data::new(),
+            small: Vec::new(),
+            after_big: false,
             has_data: false,
             tail: 0..0,
             event_type: None,
             own_id: None,
             has_own_id: false,
             block_retry: None,
-            field: SmallVec::new(),
+            field: Vec::new(),
             field_len: 0,
             retry_value: 0,
             retry_valid: true,
@@ -123,6 +162,14 @@ pub enum DecodeError {
         /// Stream offset of the start of the line.
         offset: u64,
     },
+    /// An open block's wire bytes (every line and line end since the last blank line) grew beyond
+    /// [`Config::max_block`].
+    BlockTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+        /// Stream offset of the start of the line that crossed the limit.
+        offset: u64,
+    },
 }
 
 impl DecodeError {
@@ -141,12 +188,18 @@ impl DecodeError {
         DecodeError::FieldTooLong { limit, offset }
     }
 
+    #[cold]
+    fn block_too_large(limit: usize, offset: u64) -> Self {
+        DecodeError::BlockTooLarge { limit, offset }
+    }
+
     /// Stream offset of the start of the offending line.
     pub fn offset(&self) -> u64 {
         match *self {
             DecodeError::LineTooLong { offset, .. }
             | DecodeError::EventTooLarge { offset, .. }
-            | DecodeError::FieldTooLong { offset, .. } => offset,
+            | DecodeError::FieldTooLong { offset, .. }
+            | DecodeError::BlockTooLarge { offset, .. } => offset,
         }
     }
 }
@@ -165,6 +218,10 @@ impl fmt::Display for DecodeError {
             DecodeError::FieldTooLong { limit, offset } => write!(
                 f,
                 "SSE id/event/retry value on the line starting at byte {offset} is longer than {limit} bytes; event dropped, skipping to the next blank line"
+            ),
+            DecodeError::BlockTooLarge { limit, offset } => write!(
+                f,
+                "SSE event block exceeds {limit} bytes on the wire (line starting at byte {offset}); event dropped, skipping to the next blank line"
             ),
         }
     }
@@ -217,11 +274,12 @@ impl Id {
         }
     }
 
-    /// Makes the value independent of the chunk `cur`, which is about to be left.
+    /// Makes the value independent of the chunk `cur`, which is about to be left: a copy (the
+    /// value is at most [`Config::max_field`] bytes), so that it pins no chunk.
     #[inline]
     fn detach(&mut self, cur: &Bytes) {
         if let Id::Cur { start, end } = *self {
-            *self = Id::Held(cur.slice(start..end));
+            *self = Id::Held(Bytes::copy_from_slice(&cur[start..end]));
         }
     }
 }
@@ -271,21 +329,30 @@ pub struct Decoder {
     /// A block (non-blank lines since the last blank line) is open, starting at `block_start`.
     open: bool,
     block_start: u64,
+    /// `block_start + max_block`: the first stream position past the block's limit.
+    block_at: u64,
     /// A limit was hit: skip lines up to the next blank line.
     discard: bool,
     // The open block.
+    /// Finished segments: slices of at least `copy_below` bytes, static LF joins, closed runs of
+    /// `small`.
     data: Data,
+    /// The open run of small pieces and joins, copied (closed into `data` before the next slice).
+    small: Vec<u8>,
+    /// The last thing appended to the data was a slice: a join then is the static LF segment
+    /// (otherwise it goes into `small`, so that joins alone never add segments).
+    after_big: bool,
     has_data: bool,
     /// The last data segment, still a range of `cur`: slicing it is put off until another segment
     /// follows, the chunk is left, or the event is built (then straight into the event).
     tail: Range<usize>,
-    event_type: Option<Bytes>,
+    event_type: Option<Id>,
     own_id: Option<Id>,
     /// Whether the block being dispatched had its own `id` (set by `blank_line`).
     has_own_id: bool,
     block_retry: Option<u64>,
-    /// Pieces of an `id` / `event` value that spans chunks.
-    field: SmallVec<[Bytes; 2]>,
+    /// An `id` / `event` value that spans chunks, copied (at most `max_field` bytes).
+    field: Vec<u8>,
     /// Bytes of the current `id` / `event` / `retry` value so far.
     field_len: usize,
     retry_value: u64,
@@ -337,6 +404,13 @@ impl Decoder {
                     self.pending_cr = false;
                     if self.cur[0] == b'\n' {
                         self.pos = 1;
+                        // The LF of a CRLF that ended a block line is one more wire byte of it.
+                        if self.open
+                            && !self.discard
+                            && let Err(e) = self.check_block_end()
+                        {
+                            return Some(Err(e));
+                        }
                     }
                 }
                 continue;
@@ -360,21 +434,23 @@ impl Decoder {
         }
     }
 
-    /// Slices out the ids that are still ranges of `cur`: the decoder is about to drop it.
+    /// Copies out the ids and the event type that are still ranges of `cur`, and moves the data
+    /// tail into the rope: the decoder is about to drop `cur`, and keeps nothing that pins it but
+    /// data slices of at least `copy_below` bytes.
     #[inline]
     fn leave_chunk(&mut self) {
-        if let Id::Cur { start, end } = self.last_id {
-            self.last_id = Id::Held(match self.last_id_cache.take() {
-                Some(b) => b,
-                None => self.cur.slice(start..end),
-            });
-        }
+        self.last_id_cache = OnceLock::new();
+        self.last_id.detach(&self.cur);
         if let Some(id) = &mut self.own_id {
             id.detach(&self.cur);
         }
+        if let Some(t) = &mut self.event_type {
+            t.detach(&self.cur);
+        }
         if !self.tail.is_empty() {
-            let tail = std::mem::replace(&mut self.tail, 0..0);
-            self.data.push(self.cur.slice(tail));
+            let cur = std::mem::take(&mut self.cur);
+            self.flush_tail(&cur);
+            self.cur = cur;
         }
     }
 
@@ -382,7 +458,7 @@ impl Decoder {
     #[inline]
     fn take_data(&mut self) -> Data {
         let tail = std::mem::replace(&mut self.tail, 0..0);
-        if self.data.is_empty() {
+        if self.data.is_empty() && self.small.is_empty() {
             // One segment (the common case): built in place, the rope in `self` untouched.
             return if tail.is_empty() {
                 Data::new()
@@ -391,31 +467,77 @@ impl Decoder {
             };
         }
         if !tail.is_empty() {
-            self.data.push(self.cur.slice(tail));
+            // The last piece lies in the chunk being scanned, which is held anyway: slicing it
+            // pins nothing more, unless it can join an open run of copies.
+            if !self.small.is_empty() && tail.len() < self.config.copy_below {
+                self.small.extend_from_slice(&self.cur[tail]);
+            } else {
+                self.close_small();
+                self.data.push(self.cur.slice(tail));
+            }
         }
+        self.close_small();
+        self.after_big = false;
         std::mem::take(&mut self.data)
     }
 
-    /// Moves `tail` into the rope, sliced out of `cur`.
+    /// Moves `tail` into the rope (see [`Decoder::push_piece`]).
     #[inline]
     fn flush_tail(&mut self, cur: &Bytes) {
         if !self.tail.is_empty() {
             let tail = std::mem::replace(&mut self.tail, 0..0);
-            self.data.push(cur.slice(tail));
+            self.push_piece(cur, tail);
+        }
+    }
+
+    /// Appends the data piece `cur[piece]` to the rope: a slice when it is at least `copy_below`
+    /// bytes and at least as long as the part of `cur` before the block (so that a slice never
+    /// pins more bytes outside the block than it holds), a copy into the open run otherwise.
+    #[inline]
+    fn push_piece(&mut self, cur: &Bytes, piece: Range<usize>) {
+        let n = piece.len();
+        let before_block = self.block_start.saturating_sub(self.chunk_base);
+        if n < self.config.copy_below || (n as u64) < before_block {
+            self.small.extend_from_slice(&cur[piece]);
+            self.after_big = false;
+        } else {
+            self.close_small();
+            self.data.push(cur.slice(piece));
+            self.after_big = true;
+        }
+    }
+
+    /// The LF that joins two `data` lines: the static segment right after a slice, a byte of the
+    /// open run otherwise.
+    #[inline]
+    fn push_join(&mut self) {
+        if self.after_big {
+            self.data.push(LF);
+            self.after_big = false;
+        } else {
+            self.small.push(b'\n');
+        }
+    }
+
+    /// Closes the open run of copies into one owned segment.
+    #[inline]
+    fn close_small(&mut self) {
+        if !self.small.is_empty() {
+            self.data.push(Bytes::from(std::mem::take(&mut self.small)));
         }
     }
 
     /// Data bytes of the open block.
     #[inline]
     fn data_len(&self) -> usize {
-        self.data.len() + self.tail.len()
+        self.data.len() + self.small.len() + self.tail.len()
     }
 
     /// The dispatched event, from the block state [`Decoder::blank_line`] left.
     #[inline]
     fn take_event(&mut self) -> Event {
         Event {
-            event: self.event_type.take(),
+            event: self.event_type.take().map(|t| t.get(&self.cur)),
             data: self.take_data(),
             id: self.last_id.get(&self.cur),
             has_own_id: std::mem::take(&mut self.has_own_id),
@@ -479,7 +601,9 @@ impl Decoder {
     }
 
     /// Bytes the decoder holds for the open block (data, field values, name carry), not counting
-    /// chunks queued by [`Decoder::feed`]. Never more than the limits allow.
+    /// chunks queued by [`Decoder::feed`]. Never more than the limits allow. This is the decoder's
+    /// own count, for tests: the memory bound is tested with a counting allocator
+    /// (`tests/sse_memory.rs`), which this counter cannot replace.
     #[doc(hidden)]
     pub fn held_bytes(&self) -> usize {
         self.data_len() + self.field_len + usize::from(self.name_len)
@@ -487,6 +611,8 @@ impl Decoder {
 
     fn reset_block(&mut self) {
         self.data = Data::new();
+        self.small = Vec::new();
+        self.after_big = false;
         self.tail = 0..0;
         self.has_data = false;
         self.event_type = None;
@@ -515,8 +641,7 @@ impl Decoder {
                     }
                     let at = self.offset();
                     if !self.open {
-                        self.open = true;
-                        self.block_start = at;
+                        self.open_block(at);
                     }
                     self.line_start = at;
                     if self.discard {
@@ -534,6 +659,9 @@ impl Decoder {
                             if let Err(e) = r {
                                 self.enter_discard();
                                 self.state = State::LineStart;
+                                return Some(Stop::Error(e));
+                            }
+                            if let Err(e) = self.check_block_end() {
                                 return Some(Stop::Error(e));
                             }
                         }
@@ -574,6 +702,9 @@ impl Decoder {
                     }
                     if found.is_some() {
                         self.line_end(buf);
+                        if let Err(e) = self.check_block_end() {
+                            return Some(Stop::Error(e));
+                        }
                     }
                 }
                 State::Skip => {
@@ -581,11 +712,13 @@ impl Decoder {
                     let found = self.find_line_end(buf, start);
                     let end = found.unwrap_or(len);
                     self.pos = end;
-                    if !self.discard
-                        && self.chunk_base + end as u64 - self.line_start
-                            > self.config.max_line as u64
-                    {
-                        let e = DecodeError::line_too_long(self.config.max_line, self.line_start);
+                    if self.discard {
+                        if found.is_some() {
+                            self.line_end(buf);
+                        }
+                        continue;
+                    }
+                    if let Err(e) = self.line_limit(self.chunk_base + end as u64) {
                         self.enter_discard();
                         if found.is_some() {
                             self.line_end(buf);
@@ -594,6 +727,9 @@ impl Decoder {
                     }
                     if found.is_some() {
                         self.line_end(buf);
+                        if let Err(e) = self.check_block_end() {
+                            return Some(Stop::Error(e));
+                        }
                     }
                 }
                 State::Bom(m) => {
@@ -609,8 +745,7 @@ impl Decoder {
                     } else {
                         // A BOM prefix that is not a BOM starts a line whose name is not ASCII:
                         // an unknown field.
-                        self.open = true;
-                        self.block_start = 0;
+                        self.open_block(0);
                         self.line_start = 0;
                         self.state = State::Skip;
                     }
@@ -639,16 +774,48 @@ impl Decoder {
             self.eol_known = Some(p);
             return true;
         }
-        if self.chunk_base + len as u64 - self.line_start > self.config.max_line as u64
+        let end = self.chunk_base + len as u64;
+        if end - self.line_start > self.config.max_line as u64
+            || end > self.block_at
             || self.data_len() + len > self.config.max_event
         {
             // Let the scanner report the error.
             self.eol_known = Some(len);
             return true;
         }
-        self.chunk_base += len as u64;
-        self.data.push(std::mem::take(&mut self.cur));
+        self.chunk_base = end;
+        let chunk = std::mem::take(&mut self.cur);
+        // The whole chunk is data, inside the block: sliced (moved) unless it is small.
+        if len < self.config.copy_below {
+            self.small.extend_from_slice(&chunk);
+            self.after_big = false;
+        } else {
+            self.close_small();
+            self.data.push(chunk);
+            self.after_big = true;
+        }
         false
+    }
+
+    /// Opens a block whose first line starts at stream offset `at`.
+    #[inline]
+    fn open_block(&mut self, at: u64) {
+        self.open = true;
+        self.block_start = at;
+        self.block_at = at.saturating_add(self.config.max_block as u64);
+    }
+
+    /// After the line end of a block line (not blank, not discarded): the block limit, for the
+    /// line end's bytes. On error the block is discarded from the next line on.
+    #[inline]
+    fn check_block_end(&mut self) -> Result<(), DecodeError> {
+        if self.offset() > self.block_at {
+            let e = DecodeError::block_too_large(self.config.max_block, self.line_start);
+            self.enter_discard();
+            self.state = State::LineStart;
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// The limit a piece of the current line breaks first: `n` value bytes of `field` starting at
@@ -665,48 +832,65 @@ impl Decoder {
     ) -> Option<DecodeError> {
         let line_at = self.line_start.saturating_add(self.config.max_line as u64);
         let line_over = piece_end > line_at;
+        let block_over = piece_end > self.block_at;
         let (held, limit) = match field {
             Field::Data => (self.data_len(), self.config.max_event),
             Field::Event | Field::Id | Field::Retry => (self.field_len, self.config.max_field),
         };
         let value_over = held.saturating_add(n) > limit;
-        if !line_over && !value_over {
+        if !line_over && !block_over && !value_over {
             return None;
         }
         Some(self.limit_error(
             field,
-            line_over,
-            line_at,
-            value_over,
-            value_at.saturating_add(limit.saturating_sub(held) as u64),
+            line_over.then_some(line_at),
+            block_over.then_some(self.block_at),
+            value_over.then(|| value_at.saturating_add(limit.saturating_sub(held) as u64)),
         ))
     }
 
+    /// The error for the limits crossed on the current line, each given by the stream position
+    /// of its first byte past the limit: the earliest is reported (ties: line, block, value), so
+    /// that the answer does not depend on where the chunks were cut.
     #[cold]
     fn limit_error(
         &self,
         field: Field,
-        line_over: bool,
-        line_at: u64,
-        value_over: bool,
-        value_at: u64,
+        line_at: Option<u64>,
+        block_at: Option<u64>,
+        value_at: Option<u64>,
     ) -> DecodeError {
-        if line_over && (!value_over || line_at <= value_at) {
-            return DecodeError::line_too_long(self.config.max_line, self.line_start);
+        let mut first = (u64::MAX, 3);
+        for (rank, at) in [line_at, block_at, value_at].into_iter().enumerate() {
+            if let Some(at) = at
+                && at < first.0
+            {
+                first = (at, rank);
+            }
         }
-        match field {
-            Field::Data => DecodeError::event_too_large(self.config.max_event, self.line_start),
+        match (first.1, field) {
+            (0, _) => DecodeError::line_too_long(self.config.max_line, self.line_start),
+            (1, _) => DecodeError::block_too_large(self.config.max_block, self.line_start),
+            (_, Field::Data) => {
+                DecodeError::event_too_large(self.config.max_event, self.line_start)
+            }
             _ => DecodeError::field_too_long(self.config.max_field, self.line_start),
         }
     }
 
-    /// The line limit alone, for a whole line whose value is not held (unknown fields).
+    /// The line and block limits, for a line (or the part of it up to `line_end`) whose value is
+    /// not held: comments and unknown fields.
     #[inline]
     fn line_limit(&self, line_end: u64) -> Result<(), DecodeError> {
-        if line_end - self.line_start > self.config.max_line as u64 {
-            return Err(DecodeError::line_too_long(
-                self.config.max_line,
-                self.line_start,
+        let line_at = self.line_start.saturating_add(self.config.max_line as u64);
+        let line_over = line_end > line_at;
+        let block_over = line_end > self.block_at;
+        if line_over || block_over {
+            return Err(self.limit_error(
+                Field::Data,
+                line_over.then_some(line_at),
+                block_over.then_some(self.block_at),
+                None,
             ));
         }
         Ok(())
@@ -822,18 +1006,21 @@ impl Decoder {
             Field::Data => {
                 if self.has_data {
                     if self.data_len() + 1 > self.config.max_event {
-                        // The join sits at the line's start: only an empty line limit comes first.
-                        let e = if self.config.max_line == 0 {
-                            DecodeError::line_too_long(0, self.line_start)
-                        } else {
-                            DecodeError::event_too_large(self.config.max_event, self.line_start)
-                        };
+                        // The join sits at the line's start: only an empty line limit, or a block
+                        // limit crossed by the line's first byte, comes first.
+                        let at = self.line_start;
+                        let e = self.limit_error(
+                            Field::Data,
+                            (self.config.max_line == 0).then_some(at),
+                            (self.block_at <= at).then_some(self.block_at),
+                            Some(at),
+                        );
                         self.enter_discard();
                         self.state = State::Skip;
                         return Err(e);
                     }
                     self.flush_tail(cur);
-                    self.data.push(LF);
+                    self.push_join();
                 }
                 self.has_data = true;
             }
@@ -885,28 +1072,25 @@ impl Decoder {
                             }
                         }
                         _ => {
-                            self.event_type = (n > 0).then(|| cur.slice(start..end));
+                            self.event_type = (n > 0).then_some(Id::Cur { start, end });
                         }
                     }
                 } else {
                     if n > 0 {
                         self.field_len += n;
-                        self.field.push(cur.slice(start..end));
+                        self.field.extend_from_slice(&cur[start..end]);
                     }
                     if complete {
-                        let mut value = BytesMut::with_capacity(self.field_len);
-                        for piece in self.field.drain(..) {
-                            value.extend_from_slice(&piece);
-                        }
+                        let value = Bytes::copy_from_slice(&self.field);
+                        self.field.clear();
                         self.field_len = 0;
-                        let value = value.freeze();
                         match field {
                             Field::Id => {
                                 if Self::valid_id(&value) {
                                     self.own_id = Some(Id::Held(value));
                                 }
                             }
-                            _ => self.event_type = (!value.is_empty()).then_some(value),
+                            _ => self.event_type = (!value.is_empty()).then_some(Id::Held(value)),
                         }
                     }
                 }

@@ -4,15 +4,26 @@
 use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 
-/// The static line feed that joins two `data` lines inside a [`Data`] rope.
-pub(crate) const LF: Bytes = Bytes::from_static(b"\n");
+/// The one line feed every static join points at: a `static`, so that its address is unique and a
+/// join segment can be told from a copied `"\n"` by pointer.
+pub(crate) static JOIN: [u8; 1] = *b"\n";
 
-/// An event's data: a rope of [`Bytes`] slices of the input chunks, joined by static `"\n"` segments.
+/// The static line feed that joins two `data` lines inside a [`Data`] rope.
+pub(crate) const LF: Bytes = Bytes::from_static(&JOIN);
+
+/// An event's data: a rope of [`Bytes`] segments.
 ///
-/// A `data:` line that sits inside one chunk is exactly one segment (a refcounted slice of that chunk);
-/// a line that spans chunks is one segment per chunk. Nothing is copied until [`Data::contiguous`] is
-/// asked for a rope of more than one segment.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// The decoder builds it from slices of the input chunks (no copy) for pieces of at least
+/// [`Config::copy_below`](super::Config::copy_below) bytes, joined by static `"\n"` segments, and
+/// copies smaller pieces, with their joins, into small owned segments: a segment and a pinned chunk
+/// cost more than copying a few dozen bytes, and would let tiny pieces hold memory out of all
+/// proportion to the data. A `data:` line that ends the event in the chunk where it sits is always
+/// one slice of that chunk. Nothing else is copied until [`Data::contiguous`] is asked for a rope
+/// of more than one segment.
+///
+/// Equality, hashing and [`Data::eq_bytes`] look at the bytes only, never at how they
+/// are split into segments: `"ab"` equals `"a"` + `"b"`.
+#[derive(Clone, Default)]
 pub struct Data {
     segments: SmallVec<[Bytes; 3]>,
     len: usize,
@@ -101,6 +112,73 @@ impl Data {
     }
 }
 
+impl PartialEq for Data {
+    fn eq(&self, other: &Self) -> bool {
+        if self.len != other.len {
+            return false;
+        }
+        let mut theirs = other.chunks();
+        let mut rest: &[u8] = &[];
+        for mut mine in self.chunks() {
+            while !mine.is_empty() {
+                if rest.is_empty() {
+                    // Lengths are equal, so `other` has bytes left while `self` does.
+                    match theirs.next() {
+                        Some(c) => rest = c,
+                        None => return false,
+                    }
+                }
+                let n = mine.len().min(rest.len());
+                if mine[..n] != rest[..n] {
+                    return false;
+                }
+                mine = &mine[n..];
+                rest = &rest[n..];
+            }
+        }
+        true
+    }
+}
+
+impl Eq for Data {}
+
+impl PartialEq<[u8]> for Data {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.eq_bytes(other)
+    }
+}
+
+impl PartialEq<&[u8]> for Data {
+    fn eq(&self, other: &&[u8]) -> bool {
+        self.eq_bytes(other)
+    }
+}
+
+impl std::hash::Hash for Data {
+    /// Hashes the length and the bytes in fixed 64-byte blocks, so that the hash does not depend on
+    /// the segments, whatever the [`Hasher`](std::hash::Hasher) does with the boundaries of `write`
+    /// calls.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        const BLOCK: usize = 64;
+        state.write_usize(self.len);
+        let mut block = [0u8; BLOCK];
+        let mut filled = 0;
+        for mut chunk in self.chunks() {
+            while !chunk.is_empty() {
+                let n = (BLOCK - filled).min(chunk.len());
+                block[filled..filled + n].copy_from_slice(&chunk[..n]);
+                filled += n;
+                chunk = &chunk[n..];
+                if filled == BLOCK {
+                    state.write(&block);
+                    filled = 0;
+                }
+            }
+        }
+        state.write(&block[..filled]);
+    }
+}
+
 impl std::fmt::Debug for Data {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         const SHOW: usize = 64;
@@ -133,7 +211,11 @@ impl From<&'static str> for Data {
 }
 
 /// One dispatched event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Equality and hashing compare the bytes of every field ([`Data`] by bytes, not by segments).
+/// The struct may grow: build one with [`Event::new`] and set the fields.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Event {
     /// The event type from the `event` field, `None` when absent or empty (the type is then `message`).
     pub event: Option<Bytes>,
@@ -149,6 +231,18 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event of the default type with `data`, no id (empty last event id, no own `id` field)
+    /// and no `retry`: set the public fields for anything else.
+    pub fn new(data: impl Into<Data>) -> Event {
+        Event {
+            event: None,
+            data: data.into(),
+            id: Bytes::new(),
+            has_own_id: false,
+            retry: None,
+        }
+    }
+
     /// The event type, with the WHATWG default `message` when absent.
     pub fn event_type(&self) -> &[u8] {
         match &self.event {
@@ -159,7 +253,10 @@ impl Event {
 }
 
 /// What was still open when the input ended without a blank line: it is never dispatched.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// The struct may grow: build one with [`PartialEvent::new`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct PartialEvent {
     /// Bytes of the open block received (every field line and line end since the last blank line,
     /// plus the unterminated line in progress).
@@ -168,4 +265,16 @@ pub struct PartialEvent {
     pub data_len: u64,
     /// The `id` field's value if the block's `id` line had arrived complete before the cut.
     pub id: Option<Bytes>,
+}
+
+impl PartialEvent {
+    /// An open block of `bytes` wire bytes holding `data_len` data bytes, whose `id` line (if any)
+    /// had arrived complete.
+    pub fn new(bytes: u64, data_len: u64, id: Option<Bytes>) -> PartialEvent {
+        PartialEvent {
+            bytes,
+            data_len,
+            id,
+        }
+    }
 }

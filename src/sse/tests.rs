@@ -114,3 +114,112 @@ fn every_two_way_split_of_a_mixed_stream() {
         assert_eq!(decode_chunked(input, &[cut]), expected, "cut at {cut}");
     }
 }
+
+/// Events and errors (whole), the partial event and the offset, for `input` cut at `cuts` under
+/// `config`.
+type LimitedRun = (
+    Vec<Result<(Vec<u8>, Vec<u8>, Vec<u8>), super::DecodeError>>,
+    Option<PartialEvent>,
+    Vec<u8>,
+);
+
+fn decode_limited(config: &super::Config, input: &[u8], cuts: &[usize]) -> LimitedRun {
+    let whole = Bytes::copy_from_slice(input);
+    let mut d = config.build();
+    let mut items = Vec::new();
+    let mut at = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
+        let cut = cut.clamp(at, input.len());
+        d.feed(whole.slice(at..cut));
+        while let Some(r) = d.next_event() {
+            items.push(r.map(|ev| {
+                let mut data = Vec::new();
+                ev.data.copy_to(&mut data);
+                (ev.event_type().to_vec(), data, ev.id.to_vec())
+            }));
+        }
+        at = cut;
+    }
+    let partial = d.finish();
+    (items, partial, d.last_event_id().to_vec())
+}
+
+fn small_limits() -> impl Strategy<Value = super::Config> {
+    let limit = prop_oneof![Just(0usize), 1..12usize, 12..80usize, Just(usize::MAX)];
+    (
+        limit.clone(),
+        limit.clone(),
+        limit.clone(),
+        limit,
+        prop_oneof![Just(0usize), 1..6usize, Just(usize::MAX)],
+    )
+        .prop_map(|(line, event, field, block, copy_below)| {
+            let mut c = super::Config::default();
+            c.max_line(line)
+                .max_event(event)
+                .max_field(field)
+                .max_block(block)
+                .copy_below(copy_below);
+            c
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// With any limits (the block limit included), errors and events do not depend on the
+    /// chunking, nor on what is copied rather than sliced.
+    #[test]
+    fn limits_do_not_depend_on_the_chunking(config in small_limits(), (input, cuts) in with_cuts()) {
+        let expected = decode_limited(&config, &input, &[]);
+        prop_assert_eq!(&decode_limited(&config, &input, &cuts), &expected, "cuts {:?}", cuts);
+        let bytewise: Vec<usize> = (1..input.len()).collect();
+        prop_assert_eq!(&decode_limited(&config, &input, &bytewise), &expected, "1-byte chunks");
+        let mut copying = config.clone();
+        copying.copy_below(usize::MAX);
+        prop_assert_eq!(&decode_limited(&copying, &input, &cuts), &expected, "copying everything");
+    }
+}
+
+#[test]
+fn the_block_limit_counts_every_wire_byte() {
+    // Block: "id: 1\n" (6) + ": c\n" (4) + "x: y\r\n" (6) + "data: ab\n" (9) = 25 bytes.
+    let input = b"id: 1\n: c\nx: y\r\ndata: ab\n\ndata: next\n\n";
+    let mut config = super::Config::default();
+    // From 11 bytes up the next block ("data: next\n") fits.
+    for limit in 11..30 {
+        config.max_block(limit);
+        let (items, _, last_id) = decode_limited(&config, input, &[]);
+        if limit >= 25 {
+            assert_eq!(items.len(), 2, "limit {limit}");
+            assert!(items[0].is_ok());
+            assert_eq!(last_id, b"1");
+        } else {
+            // The line whose bytes cross the limit is reported; the block is dropped with its id.
+            let line_start = [0u64, 6, 10, 16]
+                .into_iter()
+                .rev()
+                .find(|&s| s <= limit as u64)
+                .unwrap();
+            assert_eq!(
+                items[0],
+                Err(super::DecodeError::BlockTooLarge {
+                    limit,
+                    offset: line_start
+                }),
+                "limit {limit}"
+            );
+            assert_eq!(items.len(), 2, "limit {limit}");
+            assert_eq!(items[1].as_ref().unwrap().1, b"next");
+            assert_eq!(last_id, b"", "limit {limit}");
+        }
+        // Every two-way split agrees, the CR|LF split included.
+        for cut in 0..=input.len() {
+            assert_eq!(
+                decode_limited(&config, input, &[cut]),
+                decode_limited(&config, input, &[]),
+                "limit {limit}, cut at {cut}"
+            );
+        }
+    }
+}

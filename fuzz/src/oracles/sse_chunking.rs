@@ -1,17 +1,32 @@
 //! `sse_chunking`: whatever the chunking, the decoder gives the same events, errors and partial
 //! event as on the whole input; with default limits that is also what the reference decoder (the
-//! literal WHATWG algorithm) gives; no limit is ever exceeded; data is never copied.
+//! literal WHATWG algorithm) gives; no limit is ever exceeded; how many bytes are copied rather
+//! than sliced ([`Config::copy_below`]) changes nothing but the segments; every segment is a slice
+//! of the input, the static join (by pointer) or a copy, and slices under the copy threshold only
+//! end a rope, so the rope's segment count is bounded by its length.
+//!
+//! Header: the common one (`super`), where byte 1 is `n + 17 * e`: `n` cut points (mod 17) and
+//! `e` (0 in every older input) extends it: `e & 3` picks a block limit ([`BLOCKS`], with small
+//! limits on) and `e >> 2` a repeat count ([`REPEATS`]): the payload `head 0xFF body 0xFF tail`
+//! becomes `head body^count tail` (at most [`MAX_EXPANDED`] bytes), so small inputs grow into
+//! multi-megabyte events and long runs of lines; the cut points then scale to the whole length.
 
 use bytes::Bytes;
 use ssegate::sse::{Config, DecodeError, Decoder, Event};
-use ssegate::testing::{ReferenceOutcome, reference_decode};
+use ssegate::testing::{ReferenceOutcome, SSE_COPY_BELOW, reference_decode, sse_join_ptr};
 
-use super::{pieces, split_header};
+use super::pieces;
 
 /// Longest field name the decoder may carry across chunks (`event`, `retry`).
 const NAME_MAX: usize = 5;
 /// Small limits the configuration byte picks from (index 3: the default).
 const LIMITS: [usize; 4] = [0, 3, 40, usize::MAX];
+/// Block limits `e & 3` picks from (index 0: the default).
+const BLOCKS: [usize; 4] = [usize::MAX, 0, 9, 90];
+/// Repeat counts `e >> 2` picks from.
+const REPEATS: [usize; 4] = [1, 64, 4096, 1 << 16];
+/// Largest expanded payload.
+const MAX_EXPANDED: usize = 8 << 20;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Item {
@@ -39,10 +54,11 @@ struct Limits {
     line: usize,
     event: usize,
     field: usize,
+    block: usize,
 }
 
 impl Limits {
-    fn from_config(config: u8) -> Option<Limits> {
+    fn from_config(config: u8, extension: u8) -> Option<Limits> {
         if config >> 6 == 0 {
             return None;
         }
@@ -51,13 +67,18 @@ impl Limits {
             line: pick(config),
             event: pick(config >> 2),
             field: pick(config >> 4),
+            block: BLOCKS[usize::from(extension & 3)],
         })
     }
 
-    fn decoder(limits: Option<&Limits>) -> Decoder {
+    fn decoder(limits: Option<&Limits>, copy_below: usize) -> Decoder {
         let mut c = Config::default();
+        c.copy_below(copy_below);
         if let Some(l) = limits {
-            c.max_line(l.line).max_event(l.event).max_field(l.field);
+            c.max_line(l.line)
+                .max_event(l.event)
+                .max_field(l.field)
+                .max_block(l.block);
         }
         c.build()
     }
@@ -65,7 +86,11 @@ impl Limits {
 
 /// Decodes `whole` fed as `pieces` (sub-slices of it, in order), checking the per-call invariants.
 fn run(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>) -> Run {
-    let mut d = Limits::decoder(limits);
+    run_with(whole, pieces, limits, SSE_COPY_BELOW)
+}
+
+fn run_with(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>, copy_below: usize) -> Run {
+    let mut d = Limits::decoder(limits, copy_below);
     let base = whole.as_ptr() as usize;
     let within = |s: &Bytes| {
         let p = s.as_ptr() as usize;
@@ -80,7 +105,7 @@ fn run(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>) -> Run {
         fed += piece.len() as u64;
         while let Some(r) = d.next_event() {
             items.push(match r {
-                Ok(ev) => check_event(&ev, limits, &within),
+                Ok(ev) => check_event(&ev, limits, copy_below, &within),
                 Err(e) => {
                     assert!(limits.is_some(), "limit error under default limits: {e}");
                     assert!(
@@ -118,7 +143,19 @@ fn run(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>) -> Run {
     }
 }
 
-fn check_event(ev: &Event, limits: Option<&Limits>, within: &dyn Fn(&Bytes) -> bool) -> Item {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Segment {
+    Slice,
+    Join,
+    Copy,
+}
+
+fn check_event(
+    ev: &Event,
+    limits: Option<&Limits>,
+    copy_below: usize,
+    within: &dyn Fn(&Bytes) -> bool,
+) -> Item {
     let mut data = Vec::new();
     ev.data.copy_to(&mut data);
     assert_eq!(
@@ -128,12 +165,47 @@ fn check_event(ev: &Event, limits: Option<&Limits>, within: &dyn Fn(&Bytes) -> b
     );
     assert!(ev.data.eq_bytes(&data));
     assert_eq!(ev.data.contiguous(), data.as_slice());
-    // Zero copy: every segment is a slice of the input, or the static LF join.
-    for seg in ev.data.segments() {
+    // Every segment is a slice of the input, the static join (that very byte, not any "\n"), or
+    // a copy; a join follows a slice, two copies are never adjacent (a run is closed only by a
+    // slice), and a slice under the copy threshold can only be the last segment.
+    let segments = ev.data.segments();
+    let mut previous = None;
+    for (i, seg) in segments.iter().enumerate() {
+        assert!(!seg.is_empty(), "empty segment");
+        let kind = if within(seg) {
+            Segment::Slice
+        } else if seg.as_ptr() == sse_join_ptr() {
+            assert_eq!(seg.len(), 1, "a segment at the join's address");
+            Segment::Join
+        } else {
+            Segment::Copy
+        };
+        match kind {
+            Segment::Slice => assert!(
+                seg.len() >= copy_below || i + 1 == segments.len(),
+                "a slice of {} bytes, under the copy threshold {copy_below}, inside the rope",
+                seg.len()
+            ),
+            Segment::Join => assert!(
+                previous == Some(Segment::Slice),
+                "a static join not right after a slice"
+            ),
+            Segment::Copy => assert!(
+                previous != Some(Segment::Copy),
+                "two adjacent copied segments"
+            ),
+        }
+        previous = Some(kind);
+    }
+    if let Some(slices) = ev.data.len().checked_div(copy_below) {
+        // Slices but the last hold at least `copy_below` bytes; joins and copy runs are at most
+        // one each per slice, plus one.
+        let cap = 3 * (slices + 1) + 1;
         assert!(
-            within(seg) || seg.as_ref() == b"\n",
-            "a data segment of {} bytes is not a slice of the input",
-            seg.len()
+            segments.len() <= cap,
+            "{} segments for {} bytes",
+            segments.len(),
+            ev.data.len()
         );
     }
     if let Some(l) = limits {
@@ -174,10 +246,59 @@ fn as_reference(r: &Run) -> ReferenceOutcome {
     }
 }
 
+/// The header (see the module docs): `(config, extension, raw cut points, payload)`.
+fn header(data: &[u8]) -> (u8, u8, Vec<u16>, &[u8]) {
+    let config = data.first().copied().unwrap_or(0);
+    let count = data.get(1).copied().unwrap_or(0);
+    let (n, extension) = (usize::from(count % 17), count / 17);
+    let rest = data.get(2..).unwrap_or(&[]);
+    let take = (2 * n).min(rest.len() & !1);
+    let (raw, payload) = rest.split_at(take);
+    let cuts = raw
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    (config, extension, cuts, payload)
+}
+
+/// `head 0xFF body 0xFF tail` as `head body^count tail`, at most [`MAX_EXPANDED`] bytes; `None`
+/// when the payload has no such body.
+fn expand(payload: &[u8], count: usize) -> Option<Vec<u8>> {
+    let open = payload.iter().position(|&b| b == 0xFF)?;
+    let close = open + 1 + payload[open + 1..].iter().position(|&b| b == 0xFF)?;
+    let (head, body, tail) = (
+        &payload[..open],
+        &payload[open + 1..close],
+        &payload[close + 1..],
+    );
+    let room = MAX_EXPANDED.saturating_sub(head.len() + tail.len());
+    let count = count.min(room.checked_div(body.len()).unwrap_or(0));
+    let mut out = Vec::with_capacity(head.len() + body.len() * count + tail.len());
+    out.extend_from_slice(head);
+    for _ in 0..count {
+        out.extend_from_slice(body);
+    }
+    out.extend_from_slice(tail);
+    Some(out)
+}
+
 /// The `sse_chunking` oracle (see the module docs).
 pub fn sse_chunking(data: &[u8]) {
-    let (config, cuts, payload) = split_header(data);
-    let limits = Limits::from_config(config);
+    let (config, extension, raw_cuts, payload) = header(data);
+    let limits = Limits::from_config(config, extension);
+    let expanded = match usize::from(extension >> 2) {
+        0 => None,
+        x => expand(payload, REPEATS[x.min(3)]),
+    };
+    let payload: &[u8] = expanded.as_deref().unwrap_or(payload);
+    let mut cuts: Vec<usize> = raw_cuts
+        .iter()
+        .map(|&c| match expanded {
+            None => usize::from(c) % (payload.len() + 1),
+            Some(_) => (u64::from(c) * payload.len() as u64 / u64::from(u16::MAX)) as usize,
+        })
+        .collect();
+    cuts.sort_unstable();
     let whole = Bytes::copy_from_slice(payload);
 
     let expected = run(&whole, &[payload], limits.as_ref());
@@ -187,6 +308,18 @@ pub fn sse_chunking(data: &[u8]) {
         let bytewise: Vec<&[u8]> = payload.chunks(1).collect();
         let bytewise = run(&whole, &bytewise, limits.as_ref());
         assert_eq!(bytewise, expected, "1-byte chunks change the outcome");
+    } else if payload.len() <= 1 << 20 {
+        let small: Vec<&[u8]> = payload.chunks(61).collect();
+        let small = run(&whole, &small, limits.as_ref());
+        assert_eq!(small, expected, "61-byte chunks change the outcome");
+    }
+    // Copying or slicing changes the segments only, never the outcome.
+    for copy_below in [0, usize::MAX] {
+        let other = run_with(&whole, &pieces(payload, &cuts), limits.as_ref(), copy_below);
+        assert_eq!(
+            other, expected,
+            "copy_below {copy_below} changes the outcome"
+        );
     }
     if limits.is_none() {
         assert_eq!(
