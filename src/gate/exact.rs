@@ -1,11 +1,16 @@
 //! The exact streaming recogniser: a JSON (RFC 8259) pushdown automaton fed byte ranges of any size.
 //!
 //! The control state is one small enum plus a bit-stack of container kinds; nothing recurses, nesting
-//! costs one bit per level. String contents are skipped with the SIMD scanner ([`super::simd::scan_string`])
-//! and validated as UTF-8 in bulk, so prose-heavy messages cost little more than the fast path.
+//! costs one bit per level. String contents are skipped with the SIMD scanner
+//! ([`Kernels::scan_string`]) and the block skipper ([`strings::skip`]) and validated as UTF-8 in bulk, so
+//! prose-heavy messages cost little more than the fast path.
+//!
+//! Error offsets do not depend on how the input was cut: each names the byte where the offending token
+//! starts to be wrong (for bad UTF-8, the first byte of the sequence that cannot be completed).
 #![forbid(unsafe_code)]
 
-use super::simd::{self, Isa};
+use super::simd::{Isa, Kernels};
+use super::strings;
 use super::{InvalidReason, Verdict, is_ws};
 
 /// Where the automaton is.
@@ -68,12 +73,14 @@ pub(crate) struct Exact {
     max_depth: usize,
     /// Bytes consumed before the current `feed` call.
     offset: u64,
+    /// Message offset of the first byte of the UTF-8 sequence open in `St::Utf8`.
+    utf8_start: u64,
     reason: Option<InvalidReason>,
-    isa: Isa,
+    kernels: Kernels,
 }
 
 impl Exact {
-    pub(crate) fn new(max_depth: usize, isa: Isa) -> Exact {
+    pub(crate) fn new(max_depth: usize, kernels: Kernels) -> Exact {
         Exact {
             st: St::Start,
             key: false,
@@ -81,13 +88,14 @@ impl Exact {
             stack: Vec::new(),
             max_depth,
             offset: 0,
+            utf8_start: 0,
             reason: None,
-            isa,
+            kernels,
         }
     }
 
     pub(crate) fn isa(&self) -> Isa {
-        self.isa
+        self.kernels.isa()
     }
 
     pub(crate) fn reset(&mut self) {
@@ -283,16 +291,16 @@ impl Exact {
                     // Stay here across the common stops (simple escapes, whole UTF-8 sequences) so prose
                     // costs one scanner call per stop and no trip through the state dispatch.
                     loop {
-                        i += simd::scan_string::<true>(self.isa, &bytes[i..]);
+                        i += self.kernels.scan_string::<true>(&bytes[i..]);
                         if i == n {
                             break;
                         }
-                        if bytes[i] != b'"' && self.isa != Isa::Portable {
+                        if bytes[i] != b'"' && self.kernels.has_blocks() {
                             // A string with escapes or non-ASCII text: whole 64-byte blocks at a time.
                             // The kernel stops at a clean point short of anything it cannot vouch for,
                             // which the byte-level code below then judges (it stops again only if
                             // nothing was skipped, so every round makes progress).
-                            let skip = simd::skip_string(self.isa, &bytes[i..]);
+                            let skip = strings::skip(self.kernels, &bytes[i..]);
                             i += skip.len;
                             if skip.closed {
                                 self.string_done();
@@ -443,7 +451,7 @@ impl Exact {
     /// Validates the run of string bytes starting at the non-ASCII byte `bytes[start]` up to the next quote,
     /// backslash or control byte (or the end of `bytes`), in bulk; returns where scanning resumes.
     fn utf8_run(&mut self, bytes: &[u8], start: usize) -> usize {
-        let end = start + simd::scan_string::<false>(self.isa, &bytes[start..]);
+        let end = start + self.kernels.scan_string::<false>(&bytes[start..]);
         match std::str::from_utf8(&bytes[start..end]) {
             Ok(_) => end,
             Err(e) => {
@@ -463,12 +471,16 @@ impl Exact {
         }
     }
 
-    /// One byte of a string through the UTF-8 automaton (used only at piece boundaries).
+    /// One byte of a string through the UTF-8 automaton (used only at piece boundaries). A byte that
+    /// breaks an open sequence is reported at the sequence's first byte, as [`Exact::utf8_run`] reports
+    /// it when the whole sequence arrives in one piece.
     fn utf8_step(&mut self, b: u8, at: u64) {
         match self.st {
             St::Utf8 { need, lo, hi } => {
                 if b < lo || b > hi {
-                    self.fail(InvalidReason::Utf8 { offset: at });
+                    self.fail(InvalidReason::Utf8 {
+                        offset: self.utf8_start,
+                    });
                 } else if need == 1 {
                     self.st = St::Str;
                 } else {
@@ -480,6 +492,7 @@ impl Exact {
                 }
             }
             _ => {
+                self.utf8_start = at;
                 self.st = match b {
                     0xC2..=0xDF => St::Utf8 {
                         need: 1,
@@ -554,8 +567,8 @@ mod tests {
             .into_iter()
             .filter(|i| *i != Isa::Portable && i.is_available())
         {
-            let mut reference = Exact::new(16, Isa::Portable);
-            let mut kernel = Exact::new(16, isa);
+            let mut reference = Exact::new(16, Kernels::Portable);
+            let mut kernel = Exact::new(16, Kernels::new(isa).unwrap());
             let mut from = 0;
             for &to in cuts.iter().chain([&input.len()]) {
                 reference.feed(&input[from..to]);
