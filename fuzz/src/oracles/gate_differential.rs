@@ -33,7 +33,7 @@ enum Serde {
     /// errors do not separate "invalid" from "incomplete" (`-` is "invalid number"), and `01` is
     /// its "invalid number" but the gate's `Trailing`, so nothing finer is asserted.
     Rejected,
-    /// Where RFC 8259 parsers legitimately differ (DESIGN.md; shared/testdata's `ambiguous` tag):
+    /// Where RFC 8259 parsers legitimately differ (the `ambiguous` tag of tests/data/json-test-suite-prefixes.jsonl):
     /// serde_json rejects lone surrogate escapes, floats that overflow and nesting deeper than 128,
     /// all of which the grammar (and the gate) accepts.
     Ambiguous,
