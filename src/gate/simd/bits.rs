@@ -75,11 +75,7 @@ mod tests {
             };
             for carry in [0, 1] {
                 let want = naive_escapes(backslash, carry);
-                assert_eq!(
-                    escapes_branchless(backslash, carry),
-                    want,
-                    "{backslash:#x}"
-                );
+                assert_eq!(escapes_branchless(backslash, carry), want, "{backslash:#x}");
                 let mut c = carry;
                 assert_eq!((escapes(backslash, &mut c), c), want, "{backslash:#x}");
             }

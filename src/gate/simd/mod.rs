@@ -308,7 +308,7 @@ mod tests {
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 let r = (s >> 33) as usize;
-                if r % 16 == 0 {
+                if r.is_multiple_of(16) {
                     (r >> 8) as u8
                 } else {
                     alphabet[(r >> 4) % alphabet.len()]
@@ -340,7 +340,11 @@ mod tests {
                     assert_eq!(stop, len / 64 * 64, "{kernels:?}");
                     assert_eq!(seen.len(), len / 64);
                     for (at, m) in seen {
-                        assert_eq!(m, naive_string_masks(&input[at..at + 64]), "{kernels:?} {at}");
+                        assert_eq!(
+                            m,
+                            naive_string_masks(&input[at..at + 64]),
+                            "{kernels:?} {at}"
+                        );
                     }
                     // A refusing sink stops the scan at the block it refused.
                     let stop = kernels.string_blocks(input, |at, _| at < 128);
@@ -355,7 +359,11 @@ mod tests {
     fn structural_blocks_match_naive() {
         for kernels in available().into_iter().filter(|k| k.has_blocks()) {
             for seed in 0..300u64 {
-                let alphabet: &[u8] = if seed % 2 == 0 { ALPHABET } else { b"\\\\\\\"[{" };
+                let alphabet: &[u8] = if seed % 2 == 0 {
+                    ALPHABET
+                } else {
+                    b"\\\\\\\"[{"
+                };
                 let bytes = random_bytes(seed, 64 * 9, alphabet);
                 let mut carry = StringCarry {
                     escaped: seed / 2 % 2,
