@@ -562,6 +562,69 @@ proptest! {
         }
     }
 
+    /// Structure-dense JSON (what the exact recogniser's structural walker takes) with one random edit
+    /// at a random place: every kernel gives the portable verdict and reason, whole and in random
+    /// pieces, and an unedited text is Complete.
+    #[test]
+    fn dense_json_kernels_match_portable(
+        v in arb_json(),
+        wrap in 0usize..4,
+        edit in prop_oneof![
+            Just(&b""[..]), Just(&b":"[..]), Just(&b","[..]), Just(&b"]"[..]), Just(&b"}"[..]),
+            Just(&b"\""[..]), Just(&b"\\"[..]), Just(&b"1"[..]), Just(&b"-"[..]), Just(&b"e"[..]),
+            Just(&b"."[..]), Just(&b" "[..]), Just(&b"t"[..]), Just(&b"\xc3"[..]), Just(&b"\x01"[..]),
+            Just(&b"[{"[..]),
+        ],
+        at_seed in any::<u64>(),
+        remove in any::<bool>(),
+        split_seed in any::<u64>(),
+    ) {
+        let inner = serde_json::to_vec(&v).unwrap();
+        // Repeat the value in an array so that whole blocks of structure reach the walker.
+        let mut text = b"[".to_vec();
+        for k in 0..=wrap * 8 {
+            if k > 0 {
+                text.push(b',');
+            }
+            text.extend_from_slice(&inner);
+        }
+        text.push(b']');
+        let unedited = edit.is_empty() && !remove;
+        let at = (at_seed % (text.len() as u64 + 1)) as usize;
+        if remove && at < text.len() {
+            text.remove(at);
+        }
+        text.splice(at..at, edit.iter().copied());
+        let mut reference = Config::new().build_with_isa(Isa::Portable).unwrap();
+        let whole = feed_pieces(&mut reference, &[&text]);
+        let whole_reason = reference.invalid_reason().cloned();
+        if unedited {
+            prop_assert_eq!(whole, Verdict::Complete);
+        }
+        let mut s = split_seed;
+        let mut cuts: Vec<&[u8]> = vec![];
+        let mut from = 0;
+        while from < text.len() {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let step = 1 + (s >> 33) as usize % 300;
+            cuts.push(&text[from..(from + step).min(text.len())]);
+            from += step;
+        }
+        for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
+            let mut g = Config::new().build_with_isa(isa).unwrap();
+            prop_assert_eq!(feed_pieces(&mut g, &[&text]), whole, "{:?} whole", isa);
+            prop_assert_eq!(g.invalid_reason(), whole_reason.as_ref(), "{:?} whole", isa);
+            reference.reset();
+            g.reset();
+            for c in &cuts {
+                reference.feed(c);
+                g.feed(c);
+                prop_assert_eq!(g.verdict(), reference.verdict(), "{:?} pieces", isa);
+                prop_assert_eq!(g.invalid_reason(), reference.invalid_reason(), "{:?} pieces", isa);
+            }
+        }
+    }
+
     #[test]
     fn kernels_match_portable(
         tokens in prop::collection::vec(prop_oneof![

@@ -9,7 +9,7 @@
 //! starts to be wrong (for bad UTF-8, the first byte of the sequence that cannot be completed).
 #![forbid(unsafe_code)]
 
-use super::simd::{Isa, Kernels};
+use super::simd::{Isa, JsonMasks, Kernels, StringCarry};
 use super::strings;
 use super::{InvalidReason, Verdict, is_ws};
 
@@ -217,11 +217,175 @@ impl Exact {
     }
 
     /// Consumes `bytes`, the next piece of the message.
+    ///
+    /// With block kernels, whole 64-byte blocks in the states between tokens go through the structural
+    /// walker ([`Exact::walk`]); whatever it declines (and everything on the portable build) goes
+    /// through the byte automaton ([`Exact::feed_bytes`]), which hands back to the walker once it is
+    /// between tokens again.
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        let base = self.offset;
+        if !self.kernels.has_blocks() || n < 64 {
+            self.feed_bytes(bytes, usize::MAX);
+            self.offset = base + n as u64;
+            return;
+        }
+        let mut i = 0;
+        while i < n {
+            // After a walk that got nowhere, let the byte automaton take a block's worth before
+            // trying again, so input the walker cannot take costs little more than the automaton.
+            let mut yield_after = WALK_RETRY;
+            if n - i >= 64 && self.walkable() {
+                let walked = self.walk(&bytes[i..]);
+                i += walked;
+                if walked >= 64 {
+                    yield_after = 1;
+                }
+                if i == n {
+                    break;
+                }
+            }
+            self.offset = base + i as u64;
+            i += self.feed_bytes(&bytes[i..], yield_after);
+        }
+        self.offset = base + n as u64;
+    }
+
+    /// Whether the automaton is between tokens, where the walker can start.
+    #[inline]
+    fn walkable(&self) -> bool {
+        matches!(
+            self.st,
+            St::Start | St::Value | St::ArrFirst | St::ObjFirst | St::Key | St::Colon | St::After
+        )
+    }
+
+    /// The structural walker (simdjson's stage 2 over the kernels' stage-1 masks): runs the grammar on
+    /// the structural characters, string delimiters and scalar tokens of whole 64-byte blocks instead
+    /// of byte by byte. It takes only what it can prove valid (strings without escapes, control or
+    /// non-ASCII bytes; complete numbers and literals inside one block) and stops in front of anything
+    /// else, with the state exactly as the byte automaton would have it there; the byte automaton then
+    /// judges that token (errors, offsets and all). Returns the bytes consumed.
+    fn walk(&mut self, bytes: &[u8]) -> usize {
+        let kernels = self.kernels;
+        let mut carry = StringCarry::default();
+        let mut declined = None;
+        let done = kernels.json_blocks(bytes, &mut carry, |at, m| {
+            match self.walk_block(&bytes[at..at + 64], m) {
+                Ok(()) => true,
+                Err(p) => {
+                    declined = Some(at + p);
+                    false
+                }
+            }
+        });
+        declined.unwrap_or(done)
+    }
+
+    /// One block of [`Exact::walk`]; `Err(p)`: stopped in front of byte `p`.
+    #[inline(always)]
+    fn walk_block(&mut self, block: &[u8], m: JsonMasks) -> Result<(), usize> {
+        let scalar = !(m.ws | m.ops | m.quotes | m.in_string);
+        let unusual = m.control | m.backslash | m.non_ascii;
+        let opening = m.quotes & m.in_string;
+        let closing = m.quotes & !m.in_string;
+        let mut events = m.ops | opening | (scalar & !(scalar << 1));
+        if self.st == St::Str {
+            // A string that began in an earlier block of this walk.
+            let end = first_or_64(closing);
+            if unusual & below(end) != 0 {
+                return Err(0);
+            }
+            if end == 64 {
+                return Ok(());
+            }
+            self.string_done();
+            events &= after(end);
+        }
+        while events != 0 {
+            let p = events.trailing_zeros() as usize;
+            let bit = 1u64 << p;
+            if opening & bit != 0 {
+                let key = match self.st {
+                    St::Start | St::Value | St::ArrFirst => false,
+                    St::ObjFirst | St::Key => true,
+                    _ => return Err(p),
+                };
+                let end = first_or_64(closing & after(p));
+                if unusual & below(end) & after(p) != 0 {
+                    return Err(p);
+                }
+                self.key = key;
+                if end == 64 {
+                    self.st = St::Str;
+                    return Ok(());
+                }
+                self.string_done();
+                events &= after(end);
+            } else if m.ops & bit != 0 {
+                match block[p] {
+                    b @ (b'{' | b'[') => {
+                        if !matches!(self.st, St::Start | St::Value | St::ArrFirst)
+                            || self.depth >= self.max_depth
+                        {
+                            return Err(p);
+                        }
+                        self.push(b == b'{', 0);
+                    }
+                    b @ (b'}' | b']') => {
+                        if !matches!(self.st, St::ArrFirst | St::ObjFirst | St::After)
+                            || self.top_is_object() != (b == b'}')
+                        {
+                            return Err(p);
+                        }
+                        self.depth -= 1;
+                        self.value_done();
+                    }
+                    b':' => {
+                        if self.st != St::Colon {
+                            return Err(p);
+                        }
+                        self.st = St::Value;
+                    }
+                    _ => {
+                        if self.st != St::After {
+                            return Err(p);
+                        }
+                        self.st = if self.top_is_object() {
+                            St::Key
+                        } else {
+                            St::Value
+                        };
+                    }
+                }
+                events &= events - 1;
+            } else {
+                // A scalar token: it must end inside this block and be a whole number or literal.
+                if !matches!(self.st, St::Start | St::Value | St::ArrFirst) {
+                    return Err(p);
+                }
+                let end = first_or_64(!scalar & after(p));
+                if end == 64 || !scalar_token(&block[p..end]) {
+                    return Err(p);
+                }
+                self.value_done();
+                events &= !below(end);
+            }
+        }
+        Ok(())
+    }
+
+    /// The byte automaton: consumes `bytes` (at message offset `self.offset`), or returns early, between
+    /// tokens with at least 64 bytes left and at least `yield_after` consumed, for the walker. Returns
+    /// the bytes consumed.
+    fn feed_bytes(&mut self, bytes: &[u8], yield_after: usize) -> usize {
         let n = bytes.len();
         let base = self.offset;
         let mut i = 0;
         while i < n {
+            if i >= yield_after && n - i >= 64 && self.walkable() {
+                return i;
+            }
             let b = bytes[i];
             let at = base + i as u64;
             match self.st {
@@ -445,7 +609,7 @@ impl Exact {
                 }
             }
         }
-        self.offset = base + n as u64;
+        n
     }
 
     /// Validates the run of string bytes starting at the non-ASCII byte `bytes[start]` up to the next quote,
@@ -534,6 +698,76 @@ impl Exact {
             }
         }
     }
+}
+
+/// After a walk that consumed less than a block, how many bytes the byte automaton takes before it
+/// hands back to the walker.
+const WALK_RETRY: usize = 64;
+
+/// Bits `0..end` (all of them when `end` is 64).
+#[inline(always)]
+fn below(end: usize) -> u64 {
+    if end >= 64 { !0 } else { (1u64 << end) - 1 }
+}
+
+/// Bits above `p` (`p < 64`).
+#[inline(always)]
+fn after(p: usize) -> u64 {
+    (!0u64 << p) << 1
+}
+
+/// Index of the lowest set bit, or 64.
+#[inline(always)]
+fn first_or_64(mask: u64) -> usize {
+    mask.trailing_zeros() as usize
+}
+
+/// Whether `t` (non-empty) is exactly one JSON number or literal.
+#[inline]
+fn scalar_token(t: &[u8]) -> bool {
+    match t[0] {
+        b't' => t == b"true",
+        b'f' => t == b"false",
+        b'n' => t == b"null",
+        _ => number_token(t),
+    }
+}
+
+/// Whether `t` is exactly one JSON number: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
+#[inline]
+fn number_token(t: &[u8]) -> bool {
+    let n = t.len();
+    let digits = |mut i: usize| {
+        while i < n && t[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = usize::from(t[0] == b'-');
+    match t.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits(i + 1),
+        _ => return false,
+    }
+    if t.get(i) == Some(&b'.') {
+        let j = digits(i + 1);
+        if j == i + 1 {
+            return false;
+        }
+        i = j;
+    }
+    if matches!(t.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(t.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let j = digits(i);
+        if j == i {
+            return false;
+        }
+        i = j;
+    }
+    i == n
 }
 
 /// The length of the whole, valid UTF-8 sequence starting `bytes` (whose first byte is >= 0x80), or

@@ -111,6 +111,26 @@ pub(crate) struct Structurals {
     pub(crate) curly: u64,
 }
 
+/// The JSON classification of one 64-byte block, for the exact recogniser's structural walker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct JsonMasks {
+    /// Quotes not escaped by an odd backslash run: the string delimiters.
+    pub(crate) quotes: u64,
+    /// Bytes inside strings, opening quote included, closing quote excluded.
+    pub(crate) in_string: u64,
+    /// `{`, `}`, `[`, `]`, `:` and `,` outside strings (escaped ones too: outside strings, the
+    /// backslash before them is already an error).
+    pub(crate) ops: u64,
+    /// JSON whitespace (space, tab, LF, CR), anywhere.
+    pub(crate) ws: u64,
+    /// `\`, anywhere.
+    pub(crate) backslash: u64,
+    /// Below 0x20, anywhere.
+    pub(crate) control: u64,
+    /// At least 0x80, anywhere.
+    pub(crate) non_ascii: u64,
+}
+
 /// What the structural classification carries from one byte to the next across blocks and pieces.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct StringCarry {
@@ -202,6 +222,28 @@ impl Kernels {
             Kernels::Avx2(k) => k.string_blocks(bytes, sink),
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Kernels::Avx512(k) => k.string_blocks(bytes, sink),
+        }
+    }
+
+    /// Hands the [`JsonMasks`] of each whole 64-byte block of `bytes` to `sink(offset, masks)` in order,
+    /// until it returns `false`, carrying the string state in `carry` (as
+    /// [`Kernels::structural_blocks`] does). The portable build classifies nothing and returns 0.
+    #[inline]
+    pub(crate) fn json_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, JsonMasks) -> bool,
+    ) -> usize {
+        match self {
+            Kernels::Portable => {
+                let _ = (sink, carry);
+                0
+            }
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx2(k) => k.json_blocks(bytes, carry, sink),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx512(k) => k.json_blocks(bytes, carry, sink),
         }
     }
 
@@ -298,6 +340,80 @@ mod tests {
             out.push(s);
         }
         out
+    }
+
+    /// The JSON masks of whole blocks, from the same byte automaton.
+    fn naive_json_masks(bytes: &[u8], carry: &mut StringCarry) -> Vec<JsonMasks> {
+        let mut out = Vec::new();
+        for block in bytes.chunks_exact(64) {
+            let mut m = JsonMasks::default();
+            for (p, &b) in block.iter().enumerate() {
+                let bit = 1u64 << p;
+                let set = |mask: &mut u64, yes: bool| {
+                    if yes {
+                        *mask |= bit;
+                    }
+                };
+                set(&mut m.ws, matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+                set(&mut m.backslash, b == b'\\');
+                set(&mut m.control, b < 0x20);
+                set(&mut m.non_ascii, b >= 0x80);
+                // Escaped or not: outside strings an escape is an error the walker finds first.
+                set(&mut m.ops, carry.in_string == 0 && b"{}[]:,".contains(&b));
+                if carry.escaped != 0 {
+                    carry.escaped = 0;
+                    m.in_string |= carry.in_string & bit;
+                    continue;
+                }
+                match b {
+                    b'\\' => carry.escaped = 1,
+                    b'"' => {
+                        m.quotes |= bit;
+                        carry.in_string = !carry.in_string;
+                    }
+                    _ => {}
+                }
+                m.in_string |= carry.in_string & bit;
+            }
+            out.push(m);
+        }
+        out
+    }
+
+    /// Every kernel's JSON masks and carries against the byte automaton, across blocks and calls.
+    #[test]
+    fn json_blocks_match_naive() {
+        for kernels in available().into_iter().filter(|k| k.has_blocks()) {
+            for seed in 0..300u64 {
+                let alphabet: &[u8] = if seed % 2 == 0 {
+                    b"\"\\{}[]:,ab \t\n\r1e-.\x01\xc3\xa9"
+                } else {
+                    b"\\\\\\\"[{:"
+                };
+                let bytes = random_bytes(seed, 64 * 9, alphabet);
+                let mut carry = StringCarry {
+                    escaped: seed / 2 % 2,
+                    in_string: if seed / 4 % 2 == 1 { !0 } else { 0 },
+                };
+                let mut want_carry = carry;
+                let want = naive_json_masks(&bytes, &mut want_carry);
+                let mut got = Vec::new();
+                for half in [&bytes[..64 * 4], &bytes[64 * 4..]] {
+                    let stop = kernels.json_blocks(half, &mut carry, |_, m| {
+                        got.push(m);
+                        true
+                    });
+                    assert_eq!(stop, half.len());
+                }
+                assert_eq!(got, want, "{kernels:?} seed {seed}");
+                assert_eq!(carry, want_carry, "{kernels:?} seed {seed}");
+                let mut carry2 = StringCarry::default();
+                let mut want2 = StringCarry::default();
+                naive_json_masks(&bytes[..128], &mut want2);
+                let stop = kernels.json_blocks(&bytes, &mut carry2, |at, _| at < 128);
+                assert_eq!((stop, carry2), (128, want2), "{kernels:?} seed {seed}");
+            }
+        }
     }
 
     fn random_bytes(seed: u64, len: usize, alphabet: &[u8]) -> Vec<u8> {

@@ -8,7 +8,9 @@ use std::arch::x86_64::{
 
 use super::prefix_xor;
 use crate::gate::simd::bits::escapes;
-use crate::gate::simd::{ESCAPE_HI, ESCAPE_LO, StringCarry, StringMasks, Structurals, scalar};
+use crate::gate::simd::{
+    ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, scalar,
+};
 
 /// Proof that this CPU runs AVX2 and PCLMULQDQ: only [`Avx2::detect`] creates one, and every kernel of
 /// this file is a safe method on it.
@@ -39,6 +41,18 @@ impl Avx2 {
     ) -> usize {
         // SAFETY: `self` exists, so `detect` found AVX2.
         unsafe { string_blocks(bytes, sink) }
+    }
+
+    /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+    #[inline]
+    pub(crate) fn json_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, JsonMasks) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX2 and PCLMULQDQ.
+        unsafe { json_blocks(bytes, carry, sink) }
     }
 
     /// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
@@ -231,5 +245,61 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
         }
         i += 64;
     }
+    i
+}
+
+/// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+///
+/// # Safety
+/// The CPU must support AVX2 and PCLMULQDQ.
+#[target_feature(enable = "avx2,pclmulqdq")]
+unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
+    bytes: &[u8],
+    carry: &mut StringCarry,
+    mut sink: F,
+) -> usize {
+    let n = bytes.len();
+    let ptr = bytes.as_ptr();
+    let bit5 = _mm256_set1_epi8(0x20);
+    let c = _mm256_set1_epi8(0x1f);
+    // The 64-bit mask of `byte` in the block held as two halves.
+    let eq = |lo: __m256i, hi: __m256i, b: u8| {
+        let t = _mm256_set1_epi8(b as i8);
+        bits(_mm256_cmpeq_epi8(lo, t)) | (bits(_mm256_cmpeq_epi8(hi, t)) << 32)
+    };
+    let mut i = 0;
+    let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
+    while i + 64 <= n {
+        // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
+        let (lo, hi) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
+        let backslash = eq(lo, hi, b'\\');
+        // `[` | 0x20 == `{` and `]` | 0x20 == `}`; no other byte maps there.
+        let (flo, fhi) = (_mm256_or_si256(lo, bit5), _mm256_or_si256(hi, bit5));
+        let ops = eq(flo, fhi, b'{') | eq(flo, fhi, b'}') | eq(lo, hi, b':') | eq(lo, hi, b',');
+        let ws = eq(lo, hi, b' ') | eq(lo, hi, b'\t') | eq(lo, hi, b'\n') | eq(lo, hi, b'\r');
+        let mut esc_next = esc_carry;
+        let escaped = escapes(backslash, &mut esc_next);
+        let quotes = eq(lo, hi, b'"') & !escaped;
+        let in_string = prefix_xor(quotes) ^ str_carry;
+        // Unsigned `v <= 0x1f`  <=>  max(v, 0x1f) == 0x1f.
+        let control = bits(_mm256_cmpeq_epi8(_mm256_max_epu8(lo, c), c))
+            | (bits(_mm256_cmpeq_epi8(_mm256_max_epu8(hi, c), c)) << 32);
+        let masks = JsonMasks {
+            quotes,
+            in_string,
+            ops: ops & !in_string,
+            ws,
+            backslash,
+            control,
+            non_ascii: bits(lo) | (bits(hi) << 32),
+        };
+        if !sink(i, masks) {
+            break;
+        }
+        esc_carry = esc_next;
+        str_carry = ((in_string as i64) >> 63) as u64;
+        i += 64;
+    }
+    (carry.escaped, carry.in_string) = (esc_carry, str_carry);
     i
 }

@@ -9,7 +9,7 @@ use std::arch::x86_64::{
 
 use super::prefix_xor;
 use crate::gate::simd::bits::escapes;
-use crate::gate::simd::{ESCAPE_HI, ESCAPE_LO, StringCarry, StringMasks, Structurals};
+use crate::gate::simd::{ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals};
 
 /// Proof that this CPU runs AVX-512F, AVX-512BW and PCLMULQDQ: only [`Avx512::detect`] creates one,
 /// and every kernel of this file is a safe method on it.
@@ -41,6 +41,18 @@ impl Avx512 {
     ) -> usize {
         // SAFETY: `self` exists, so `detect` found AVX-512F and AVX-512BW.
         unsafe { string_blocks(bytes, sink) }
+    }
+
+    /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+    #[inline]
+    pub(crate) fn json_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, JsonMasks) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX-512F, AVX-512BW and PCLMULQDQ.
+        unsafe { json_blocks(bytes, carry, sink) }
     }
 
     /// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
@@ -196,5 +208,54 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
         }
         i += 64;
     }
+    i
+}
+
+/// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX-512BW and PCLMULQDQ.
+#[target_feature(enable = "avx512f,avx512bw,pclmulqdq")]
+unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
+    bytes: &[u8],
+    carry: &mut StringCarry,
+    mut sink: F,
+) -> usize {
+    let n = bytes.len();
+    let ptr = bytes.as_ptr();
+    let eq = |v: __m512i, b: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8));
+    let bit5 = _mm512_set1_epi8(0x20);
+    let space_v = _mm512_set1_epi8(0x20);
+    let mut i = 0;
+    let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
+    while i + 64 <= n {
+        // SAFETY: `i + 64 <= n`, so the 64 bytes read are inside `bytes`.
+        let v = unsafe { _mm512_loadu_si512(ptr.add(i).cast()) };
+        let backslash = eq(v, b'\\');
+        // `[` | 0x20 == `{` and `]` | 0x20 == `}`; no other byte maps there.
+        let folded = _mm512_or_si512(v, bit5);
+        let ops = eq(folded, b'{') | eq(folded, b'}') | eq(v, b':') | eq(v, b',');
+        let ws = eq(v, b' ') | eq(v, b'\t') | eq(v, b'\n') | eq(v, b'\r');
+        let mut esc_next = esc_carry;
+        let escaped = escapes(backslash, &mut esc_next);
+        let quotes = eq(v, b'"') & !escaped;
+        let in_string = prefix_xor(quotes) ^ str_carry;
+        let masks = JsonMasks {
+            quotes,
+            in_string,
+            ops: ops & !in_string,
+            ws,
+            backslash,
+            control: _mm512_cmplt_epu8_mask(v, space_v),
+            non_ascii: _mm512_movepi8_mask(v),
+        };
+        if !sink(i, masks) {
+            break;
+        }
+        esc_carry = esc_next;
+        str_carry = ((in_string as i64) >> 63) as u64;
+        i += 64;
+    }
+    (carry.escaped, carry.in_string) = (esc_carry, str_carry);
     i
 }
