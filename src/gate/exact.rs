@@ -270,8 +270,10 @@ impl Exact {
         let kernels = self.kernels;
         let mut carry = StringCarry::default();
         let mut declined = None;
+        // Bytes at the start of the next block that belong to a scalar token already judged.
+        let mut skip = 0;
         let done = kernels.json_blocks(bytes, &mut carry, |at, m| {
-            match self.walk_block(&bytes[at..at + 64], m) {
+            match self.walk_block(bytes, at, m, &mut skip) {
                 Ok(()) => true,
                 Err(p) => {
                     declined = Some(at + p);
@@ -279,17 +281,28 @@ impl Exact {
                 }
             }
         });
-        declined.unwrap_or(done)
+        // A walk that ran out of whole blocks right after a token that ended in the bytes beyond them
+        // consumed those bytes too.
+        declined.unwrap_or(done + skip)
     }
 
-    /// One block of [`Exact::walk`]; `Err(p)`: stopped in front of byte `p`.
+    /// One block of [`Exact::walk`] (`bytes[at..at + 64]`); `Err(p)`: stopped in front of byte `p`
+    /// of the block.
     #[inline(always)]
-    fn walk_block(&mut self, block: &[u8], m: JsonMasks) -> Result<(), usize> {
+    fn walk_block(
+        &mut self,
+        bytes: &[u8],
+        at: usize,
+        m: JsonMasks,
+        skip: &mut usize,
+    ) -> Result<(), usize> {
+        let block = &bytes[at..at + 64];
         let scalar = !(m.ws | m.ops | m.quotes | m.in_string);
         let unusual = m.control | m.backslash | m.non_ascii;
         let opening = m.quotes & m.in_string;
         let closing = m.quotes & !m.in_string;
-        let mut events = m.ops | opening | (scalar & !(scalar << 1));
+        let mut events = (m.ops | opening | (scalar & !(scalar << 1))) & !below(*skip);
+        *skip = 0;
         if self.st == St::Str {
             // A string that began in an earlier block of this walk.
             let end = first_or_64(closing);
@@ -365,7 +378,20 @@ impl Exact {
                     return Err(p);
                 }
                 let end = first_or_64(!scalar & after(p));
-                if end == 64 || !scalar_token(&block[p..end]) {
+                if end == 64 {
+                    // The token goes on into the next block: find its end in the bytes after this one.
+                    let from = at + 64;
+                    let Some(len) = bytes[from..].iter().position(|&b| !is_scalar_byte(b)) else {
+                        return Err(p);
+                    };
+                    if len >= 64 || !scalar_token(&bytes[at + p..from + len]) {
+                        return Err(p);
+                    }
+                    self.value_done();
+                    *skip = len;
+                    return Ok(());
+                }
+                if !scalar_token(&block[p..end]) {
                     return Err(p);
                 }
                 self.value_done();
@@ -722,8 +748,18 @@ fn first_or_64(mask: u64) -> usize {
     mask.trailing_zeros() as usize
 }
 
+/// Whether `b` continues a scalar token: not whitespace, a structural character or a quote (the
+/// complement of what the kernels' masks set outside strings).
+#[inline(always)]
+fn is_scalar_byte(b: u8) -> bool {
+    !matches!(
+        b,
+        b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'}' | b'[' | b']' | b':' | b',' | b'"'
+    )
+}
+
 /// Whether `t` (non-empty) is exactly one JSON number or literal.
-#[inline]
+#[inline(always)]
 fn scalar_token(t: &[u8]) -> bool {
     match t[0] {
         b't' => t == b"true",
@@ -734,7 +770,7 @@ fn scalar_token(t: &[u8]) -> bool {
 }
 
 /// Whether `t` is exactly one JSON number: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
-#[inline]
+#[inline(always)]
 fn number_token(t: &[u8]) -> bool {
     let n = t.len();
     let digits = |mut i: usize| {
