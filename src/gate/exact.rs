@@ -317,85 +317,92 @@ impl Exact {
         }
         while events != 0 {
             let p = events.trailing_zeros() as usize;
-            let bit = 1u64 << p;
-            if opening & bit != 0 {
-                let key = match self.st {
-                    St::Start | St::Value | St::ArrFirst => false,
-                    St::ObjFirst | St::Key => true,
-                    _ => return Err(p),
-                };
-                let end = first_or_64(closing & after(p));
-                if unusual & below(end) & after(p) != 0 {
-                    return Err(p);
-                }
-                self.key = key;
-                if end == 64 {
-                    self.st = St::Str;
-                    return Ok(());
-                }
-                self.string_done();
-                events &= after(end);
-            } else if m.ops & bit != 0 {
-                match block[p] {
-                    b @ (b'{' | b'[') => {
-                        if !matches!(self.st, St::Start | St::Value | St::ArrFirst)
-                            || self.depth >= self.max_depth
-                        {
-                            return Err(p);
-                        }
-                        self.push(b == b'{', 0);
-                    }
-                    b @ (b'}' | b']') => {
-                        if !matches!(self.st, St::ArrFirst | St::ObjFirst | St::After)
-                            || self.top_is_object() != (b == b'}')
-                        {
-                            return Err(p);
-                        }
-                        self.depth -= 1;
-                        self.value_done();
-                    }
-                    b':' => {
-                        if self.st != St::Colon {
-                            return Err(p);
-                        }
-                        self.st = St::Value;
-                    }
-                    _ => {
-                        if self.st != St::After {
-                            return Err(p);
-                        }
-                        self.st = if self.top_is_object() {
-                            St::Key
-                        } else {
-                            St::Value
-                        };
-                    }
-                }
-                events &= events - 1;
-            } else {
-                // A scalar token: it must end inside this block and be a whole number or literal.
-                if !matches!(self.st, St::Start | St::Value | St::ArrFirst) {
-                    return Err(p);
-                }
-                let end = first_or_64(!scalar & after(p));
-                if end == 64 {
-                    // The token goes on into the next block: find its end in the bytes after this one.
-                    let from = at + 64;
-                    let Some(len) = bytes[from..].iter().position(|&b| !is_scalar_byte(b)) else {
-                        return Err(p);
+            // The byte tells the event: a quote is an opening quote (closing ones are not events), a
+            // structural character is one (inside strings they are not events), anything else
+            // starts a scalar token. One dispatch per event.
+            match block[p] {
+                b'"' => {
+                    let key = match self.st {
+                        St::Start | St::Value | St::ArrFirst => false,
+                        St::ObjFirst | St::Key => true,
+                        _ => return Err(p),
                     };
-                    if len >= 64 || !scalar_token(&bytes[at + p..from + len]) {
+                    let end = first_or_64(closing & after(p));
+                    if unusual & below(end) & after(p) != 0 {
+                        return Err(p);
+                    }
+                    self.key = key;
+                    if end == 64 {
+                        self.st = St::Str;
+                        return Ok(());
+                    }
+                    self.string_done();
+                    events &= after(end);
+                }
+                b @ (b'{' | b'[') => {
+                    if !matches!(self.st, St::Start | St::Value | St::ArrFirst)
+                        || self.depth >= self.max_depth
+                    {
+                        return Err(p);
+                    }
+                    self.push(b == b'{', 0);
+                    events &= events - 1;
+                }
+                b @ (b'}' | b']') => {
+                    if !matches!(self.st, St::ArrFirst | St::ObjFirst | St::After)
+                        || self.top_is_object() != (b == b'}')
+                    {
+                        return Err(p);
+                    }
+                    self.depth -= 1;
+                    self.value_done();
+                    events &= events - 1;
+                }
+                b':' => {
+                    if self.st != St::Colon {
+                        return Err(p);
+                    }
+                    self.st = St::Value;
+                    events &= events - 1;
+                }
+                b',' => {
+                    if self.st != St::After {
+                        return Err(p);
+                    }
+                    self.st = if self.top_is_object() {
+                        St::Key
+                    } else {
+                        St::Value
+                    };
+                    events &= events - 1;
+                }
+                _ => {
+                    // A scalar token: a whole number or literal.
+                    if !matches!(self.st, St::Start | St::Value | St::ArrFirst) {
+                        return Err(p);
+                    }
+                    let end = first_or_64(!scalar & after(p));
+                    if end == 64 {
+                        // The token goes on into the next block: find its end in the bytes after
+                        // this one.
+                        let from = at + 64;
+                        let Some(len) = bytes[from..].iter().position(|&b| !is_scalar_byte(b))
+                        else {
+                            return Err(p);
+                        };
+                        if len >= 64 || !scalar_token(&bytes[at + p..from + len]) {
+                            return Err(p);
+                        }
+                        self.value_done();
+                        *skip = len;
+                        return Ok(());
+                    }
+                    if !scalar_token(&block[p..end]) {
                         return Err(p);
                     }
                     self.value_done();
-                    *skip = len;
-                    return Ok(());
+                    events &= !below(end);
                 }
-                if !scalar_token(&block[p..end]) {
-                    return Err(p);
-                }
-                self.value_done();
-                events &= !below(end);
             }
         }
         Ok(())
