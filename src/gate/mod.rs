@@ -22,7 +22,10 @@
 //!
 //! - the **exact recogniser** (default, [`Config::exact`]`(true)`): a JSON grammar pushdown automaton
 //!   (RFC 8259, UTF-8 only), incremental, without recursion, that skips string contents with SIMD
-//!   scanning. Its verdicts are precise.
+//!   scanning. With the vector kernels, whole 64-byte blocks between tokens are validated on their
+//!   structural characters, string delimiters and scalar tokens only (simdjson's stage 1 / stage 2
+//!   split); whatever that walker cannot prove valid is judged by the byte automaton. Its verdicts are
+//!   precise, the same on every instruction set.
 //! - the **fast path** ([`Config::exact`]`(false)`): simdjson stage-1 style bracket balancing made
 //!   resumable (escape carry, in-string carry, depth, a stack of container kinds), over the structural
 //!   masks of AVX-512 / AVX2 kernels picked at run time. Its `Complete` means "one balanced top-level container"; it cannot see
@@ -40,8 +43,9 @@
 //! An [`InvalidReason`]'s offset does not depend on how the message was cut into pieces.
 //!
 //! Layout: `simd` turns bytes into per-block masks (the only `unsafe` code, one instruction set per
-//! file); `strings` (string skipping for the exact recogniser) and `stage1` (bracket balancing) consume
-//! those masks; `exact` is the grammar automaton. Dependencies point one way, towards `simd`.
+//! file); `strings` (string skipping for the exact recogniser), `stage1` (bracket balancing) and
+//! `exact` (the grammar automaton and its structural walker) consume those masks. Dependencies point
+//! one way, towards `simd`.
 
 mod exact;
 mod simd;
