@@ -226,7 +226,7 @@ impl Exact {
         let n = bytes.len();
         let base = self.offset;
         if !self.kernels.has_blocks() || n < 64 {
-            self.feed_bytes(bytes, usize::MAX);
+            self.feed_bytes::<false>(bytes, usize::MAX);
             self.offset = base + n as u64;
             return;
         }
@@ -246,7 +246,7 @@ impl Exact {
                 }
             }
             self.offset = base + i as u64;
-            i += self.feed_bytes(&bytes[i..], yield_after);
+            i += self.feed_bytes::<true>(&bytes[i..], yield_after);
         }
         self.offset = base + n as u64;
     }
@@ -408,15 +408,15 @@ impl Exact {
         Ok(())
     }
 
-    /// The byte automaton: consumes `bytes` (at message offset `self.offset`), or returns early, between
-    /// tokens with at least 64 bytes left and at least `yield_after` consumed, for the walker. Returns
-    /// the bytes consumed.
-    fn feed_bytes(&mut self, bytes: &[u8], yield_after: usize) -> usize {
+    /// The byte automaton: consumes `bytes` (at message offset `self.offset`), or (with `YIELD`) returns
+    /// early, between tokens with at least 64 bytes left and at least `yield_after` consumed, for the
+    /// walker. Returns the bytes consumed.
+    fn feed_bytes<const YIELD: bool>(&mut self, bytes: &[u8], yield_after: usize) -> usize {
         let n = bytes.len();
         let base = self.offset;
         let mut i = 0;
         while i < n {
-            if i >= yield_after && n - i >= 64 && self.walkable() {
+            if YIELD && i >= yield_after && n - i >= 64 && self.walkable() {
                 return i;
             }
             let b = bytes[i];
