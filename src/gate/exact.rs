@@ -1,11 +1,16 @@
 //! The exact streaming recogniser: a JSON (RFC 8259) pushdown automaton fed byte ranges of any size.
 //!
 //! The control state is one small enum plus a bit-stack of container kinds; nothing recurses, nesting
-//! costs one bit per level. String contents are skipped with the SIMD scanner ([`super::simd::scan_string`])
-//! and validated as UTF-8 in bulk, so prose-heavy messages cost little more than the fast path.
+//! costs one bit per level. String contents are skipped with the SIMD scanner
+//! ([`Kernels::scan_string`]) and the block skipper ([`strings::skip`]) and validated as UTF-8 in bulk, so
+//! prose-heavy messages cost little more than the fast path.
+//!
+//! Error offsets do not depend on how the input was cut: each names the byte where the offending token
+//! starts to be wrong (for bad UTF-8, the first byte of the sequence that cannot be completed).
 #![forbid(unsafe_code)]
 
-use super::simd::{self, Isa};
+use super::simd::{Isa, JsonMasks, Kernels, StringCarry};
+use super::strings;
 use super::{InvalidReason, Verdict, is_ws};
 
 /// Where the automaton is.
@@ -68,12 +73,14 @@ pub(crate) struct Exact {
     max_depth: usize,
     /// Bytes consumed before the current `feed` call.
     offset: u64,
+    /// Message offset of the first byte of the UTF-8 sequence open in `St::Utf8`.
+    utf8_start: u64,
     reason: Option<InvalidReason>,
-    isa: Isa,
+    kernels: Kernels,
 }
 
 impl Exact {
-    pub(crate) fn new(max_depth: usize, isa: Isa) -> Exact {
+    pub(crate) fn new(max_depth: usize, kernels: Kernels) -> Exact {
         Exact {
             st: St::Start,
             key: false,
@@ -81,13 +88,14 @@ impl Exact {
             stack: Vec::new(),
             max_depth,
             offset: 0,
+            utf8_start: 0,
             reason: None,
-            isa,
+            kernels,
         }
     }
 
     pub(crate) fn isa(&self) -> Isa {
-        self.isa
+        self.kernels.isa()
     }
 
     pub(crate) fn reset(&mut self) {
@@ -209,11 +217,208 @@ impl Exact {
     }
 
     /// Consumes `bytes`, the next piece of the message.
+    ///
+    /// With block kernels, whole 64-byte blocks in the states between tokens go through the structural
+    /// walker ([`Exact::walk`]); whatever it declines (and everything on the portable build) goes
+    /// through the byte automaton ([`Exact::feed_bytes`]), which hands back to the walker once it is
+    /// between tokens again.
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        let base = self.offset;
+        if !self.kernels.has_blocks() || n < 64 {
+            self.feed_bytes::<false>(bytes, usize::MAX);
+            self.offset = base + n as u64;
+            return;
+        }
+        let mut i = 0;
+        while i < n {
+            // After a walk that got nowhere, let the byte automaton take a block's worth before
+            // trying again, so input the walker cannot take costs little more than the automaton.
+            let mut yield_after = WALK_RETRY;
+            if n - i >= 64 && self.walkable() {
+                let walked = self.walk(&bytes[i..]);
+                i += walked;
+                if walked >= 64 {
+                    yield_after = 1;
+                }
+                if i == n {
+                    break;
+                }
+            }
+            self.offset = base + i as u64;
+            i += self.feed_bytes::<true>(&bytes[i..], yield_after);
+        }
+        self.offset = base + n as u64;
+    }
+
+    /// Whether the automaton is between tokens, where the walker can start.
+    #[inline]
+    fn walkable(&self) -> bool {
+        matches!(
+            self.st,
+            St::Start | St::Value | St::ArrFirst | St::ObjFirst | St::Key | St::Colon | St::After
+        )
+    }
+
+    /// The structural walker (simdjson's stage 2 over the kernels' stage-1 masks): runs the grammar on
+    /// the structural characters, string delimiters and scalar tokens of whole 64-byte blocks instead
+    /// of byte by byte. It takes only what it can prove valid (strings without escapes, control or
+    /// non-ASCII bytes; complete numbers and literals inside one block) and stops in front of anything
+    /// else, with the state exactly as the byte automaton would have it there; the byte automaton then
+    /// judges that token (errors, offsets and all). Returns the bytes consumed.
+    fn walk(&mut self, bytes: &[u8]) -> usize {
+        let kernels = self.kernels;
+        let mut carry = StringCarry::default();
+        let mut declined = None;
+        // Bytes at the start of the next block that belong to a scalar token already judged.
+        let mut skip = 0;
+        let done = kernels.json_blocks(bytes, &mut carry, |at, m| {
+            match self.walk_block(bytes, at, m, &mut skip) {
+                Ok(()) => true,
+                Err(p) => {
+                    declined = Some(at + p);
+                    false
+                }
+            }
+        });
+        // A walk that ran out of whole blocks right after a token that ended in the bytes beyond them
+        // consumed those bytes too.
+        declined.unwrap_or(done + skip)
+    }
+
+    /// One block of [`Exact::walk`] (`bytes[at..at + 64]`); `Err(p)`: stopped in front of byte `p`
+    /// of the block.
+    #[inline(always)]
+    fn walk_block(
+        &mut self,
+        bytes: &[u8],
+        at: usize,
+        m: JsonMasks,
+        skip: &mut usize,
+    ) -> Result<(), usize> {
+        let block = &bytes[at..at + 64];
+        let scalar = !(m.ws | m.ops | m.quotes | m.in_string);
+        let unusual = m.control | m.backslash | m.non_ascii;
+        let opening = m.quotes & m.in_string;
+        let closing = m.quotes & !m.in_string;
+        let mut events = (m.ops | opening | (scalar & !(scalar << 1))) & !below(*skip);
+        *skip = 0;
+        if self.st == St::Str {
+            // A string that began in an earlier block of this walk.
+            let end = first_or_64(closing);
+            if unusual & below(end) != 0 {
+                return Err(0);
+            }
+            if end == 64 {
+                return Ok(());
+            }
+            self.string_done();
+            events &= after(end);
+        }
+        while events != 0 {
+            let p = events.trailing_zeros() as usize;
+            // The byte tells the event: a quote is an opening quote (closing ones are not events), a
+            // structural character is one (inside strings they are not events), anything else
+            // starts a scalar token. One dispatch per event.
+            match block[p] {
+                b'"' => {
+                    let key = match self.st {
+                        St::Start | St::Value | St::ArrFirst => false,
+                        St::ObjFirst | St::Key => true,
+                        _ => return Err(p),
+                    };
+                    let end = first_or_64(closing & after(p));
+                    if unusual & below(end) & after(p) != 0 {
+                        return Err(p);
+                    }
+                    self.key = key;
+                    if end == 64 {
+                        self.st = St::Str;
+                        return Ok(());
+                    }
+                    self.string_done();
+                    events &= after(end);
+                }
+                b @ (b'{' | b'[') => {
+                    if !matches!(self.st, St::Start | St::Value | St::ArrFirst)
+                        || self.depth >= self.max_depth
+                    {
+                        return Err(p);
+                    }
+                    self.push(b == b'{', 0);
+                    events &= events - 1;
+                }
+                b @ (b'}' | b']') => {
+                    if !matches!(self.st, St::ArrFirst | St::ObjFirst | St::After)
+                        || self.top_is_object() != (b == b'}')
+                    {
+                        return Err(p);
+                    }
+                    self.depth -= 1;
+                    self.value_done();
+                    events &= events - 1;
+                }
+                b':' => {
+                    if self.st != St::Colon {
+                        return Err(p);
+                    }
+                    self.st = St::Value;
+                    events &= events - 1;
+                }
+                b',' => {
+                    if self.st != St::After {
+                        return Err(p);
+                    }
+                    self.st = if self.top_is_object() {
+                        St::Key
+                    } else {
+                        St::Value
+                    };
+                    events &= events - 1;
+                }
+                _ => {
+                    // A scalar token: a whole number or literal.
+                    if !matches!(self.st, St::Start | St::Value | St::ArrFirst) {
+                        return Err(p);
+                    }
+                    let end = first_or_64(!scalar & after(p));
+                    if end == 64 {
+                        // The token goes on into the next block: find its end in the bytes after
+                        // this one.
+                        let from = at + 64;
+                        let Some(len) = bytes[from..].iter().position(|&b| !is_scalar_byte(b))
+                        else {
+                            return Err(p);
+                        };
+                        if len >= 64 || !scalar_token(&bytes[at + p..from + len]) {
+                            return Err(p);
+                        }
+                        self.value_done();
+                        *skip = len;
+                        return Ok(());
+                    }
+                    if !scalar_token(&block[p..end]) {
+                        return Err(p);
+                    }
+                    self.value_done();
+                    events &= !below(end);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The byte automaton: consumes `bytes` (at message offset `self.offset`), or (with `YIELD`) returns
+    /// early, between tokens with at least 64 bytes left and at least `yield_after` consumed, for the
+    /// walker. Returns the bytes consumed.
+    fn feed_bytes<const YIELD: bool>(&mut self, bytes: &[u8], yield_after: usize) -> usize {
         let n = bytes.len();
         let base = self.offset;
         let mut i = 0;
         while i < n {
+            if YIELD && i >= yield_after && n - i >= 64 && self.walkable() {
+                return i;
+            }
             let b = bytes[i];
             let at = base + i as u64;
             match self.st {
@@ -283,16 +488,16 @@ impl Exact {
                     // Stay here across the common stops (simple escapes, whole UTF-8 sequences) so prose
                     // costs one scanner call per stop and no trip through the state dispatch.
                     loop {
-                        i += simd::scan_string::<true>(self.isa, &bytes[i..]);
+                        i += self.kernels.scan_string::<true>(&bytes[i..]);
                         if i == n {
                             break;
                         }
-                        if bytes[i] != b'"' && self.isa != Isa::Portable {
+                        if bytes[i] != b'"' && self.kernels.has_blocks() {
                             // A string with escapes or non-ASCII text: whole 64-byte blocks at a time.
                             // The kernel stops at a clean point short of anything it cannot vouch for,
                             // which the byte-level code below then judges (it stops again only if
                             // nothing was skipped, so every round makes progress).
-                            let skip = simd::skip_string(self.isa, &bytes[i..]);
+                            let skip = strings::skip(self.kernels, &bytes[i..]);
                             i += skip.len;
                             if skip.closed {
                                 self.string_done();
@@ -437,13 +642,13 @@ impl Exact {
                 }
             }
         }
-        self.offset = base + n as u64;
+        n
     }
 
     /// Validates the run of string bytes starting at the non-ASCII byte `bytes[start]` up to the next quote,
     /// backslash or control byte (or the end of `bytes`), in bulk; returns where scanning resumes.
     fn utf8_run(&mut self, bytes: &[u8], start: usize) -> usize {
-        let end = start + simd::scan_string::<false>(self.isa, &bytes[start..]);
+        let end = start + self.kernels.scan_string::<false>(&bytes[start..]);
         match std::str::from_utf8(&bytes[start..end]) {
             Ok(_) => end,
             Err(e) => {
@@ -463,12 +668,16 @@ impl Exact {
         }
     }
 
-    /// One byte of a string through the UTF-8 automaton (used only at piece boundaries).
+    /// One byte of a string through the UTF-8 automaton (used only at piece boundaries). A byte that
+    /// breaks an open sequence is reported at the sequence's first byte, as [`Exact::utf8_run`] reports
+    /// it when the whole sequence arrives in one piece.
     fn utf8_step(&mut self, b: u8, at: u64) {
         match self.st {
             St::Utf8 { need, lo, hi } => {
                 if b < lo || b > hi {
-                    self.fail(InvalidReason::Utf8 { offset: at });
+                    self.fail(InvalidReason::Utf8 {
+                        offset: self.utf8_start,
+                    });
                 } else if need == 1 {
                     self.st = St::Str;
                 } else {
@@ -480,6 +689,7 @@ impl Exact {
                 }
             }
             _ => {
+                self.utf8_start = at;
                 self.st = match b {
                     0xC2..=0xDF => St::Utf8 {
                         need: 1,
@@ -523,6 +733,86 @@ impl Exact {
     }
 }
 
+/// After a walk that consumed less than a block, how many bytes the byte automaton takes before it
+/// hands back to the walker.
+const WALK_RETRY: usize = 64;
+
+/// Bits `0..end` (all of them when `end` is 64).
+#[inline(always)]
+fn below(end: usize) -> u64 {
+    if end >= 64 { !0 } else { (1u64 << end) - 1 }
+}
+
+/// Bits above `p` (`p < 64`).
+#[inline(always)]
+fn after(p: usize) -> u64 {
+    (!0u64 << p) << 1
+}
+
+/// Index of the lowest set bit, or 64.
+#[inline(always)]
+fn first_or_64(mask: u64) -> usize {
+    mask.trailing_zeros() as usize
+}
+
+/// Whether `b` continues a scalar token: not whitespace, a structural character or a quote (the
+/// complement of what the kernels' masks set outside strings).
+#[inline(always)]
+fn is_scalar_byte(b: u8) -> bool {
+    !matches!(
+        b,
+        b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'}' | b'[' | b']' | b':' | b',' | b'"'
+    )
+}
+
+/// Whether `t` (non-empty) is exactly one JSON number or literal.
+#[inline(always)]
+fn scalar_token(t: &[u8]) -> bool {
+    match t[0] {
+        b't' => t == b"true",
+        b'f' => t == b"false",
+        b'n' => t == b"null",
+        _ => number_token(t),
+    }
+}
+
+/// Whether `t` is exactly one JSON number: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
+#[inline(always)]
+fn number_token(t: &[u8]) -> bool {
+    let n = t.len();
+    let digits = |mut i: usize| {
+        while i < n && t[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = usize::from(t[0] == b'-');
+    match t.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits(i + 1),
+        _ => return false,
+    }
+    if t.get(i) == Some(&b'.') {
+        let j = digits(i + 1);
+        if j == i + 1 {
+            return false;
+        }
+        i = j;
+    }
+    if matches!(t.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(t.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let j = digits(i);
+        if j == i {
+            return false;
+        }
+        i = j;
+    }
+    i == n
+}
+
 /// The length of the whole, valid UTF-8 sequence starting `bytes` (whose first byte is >= 0x80), or
 /// `None` when it is invalid or cut short (the caller then takes the careful path).
 #[inline]
@@ -554,8 +844,8 @@ mod tests {
             .into_iter()
             .filter(|i| *i != Isa::Portable && i.is_available())
         {
-            let mut reference = Exact::new(16, Isa::Portable);
-            let mut kernel = Exact::new(16, isa);
+            let mut reference = Exact::new(16, Kernels::Portable);
+            let mut kernel = Exact::new(16, Kernels::new(isa).unwrap());
             let mut from = 0;
             for &to in cuts.iter().chain([&input.len()]) {
                 reference.feed(&input[from..to]);

@@ -22,10 +22,13 @@
 //!
 //! - the **exact recogniser** (default, [`Config::exact`]`(true)`): a JSON grammar pushdown automaton
 //!   (RFC 8259, UTF-8 only), incremental, without recursion, that skips string contents with SIMD
-//!   scanning. Its verdicts are precise.
+//!   scanning. With the vector kernels, whole 64-byte blocks between tokens are validated on their
+//!   structural characters, string delimiters and scalar tokens only (simdjson's stage 1 / stage 2
+//!   split); whatever that walker cannot prove valid is judged by the byte automaton. Its verdicts are
+//!   precise, the same on every instruction set.
 //! - the **fast path** ([`Config::exact`]`(false)`): simdjson stage-1 style bracket balancing made
-//!   resumable (escape carry, in-string carry, depth, a stack of container kinds), with AVX-512BW / AVX2
-//!   kernels picked at run time. Its `Complete` means "one balanced top-level container"; it cannot see
+//!   resumable (escape carry, in-string carry, depth, a stack of container kinds), over the structural
+//!   masks of AVX-512 / AVX2 kernels picked at run time. Its `Complete` means "one balanced top-level container"; it cannot see
 //!   `{"a" 1}`. [`Gate::check`] re-runs the exact recogniser whenever the fast verdict is not `Complete`;
 //!   with the incremental [`Gate::feed`] API the fast verdict stands, and a later parse must validate.
 //!
@@ -33,13 +36,21 @@
 //! a container or a string (a top-level number is `Complete` as soon as it is a number: `4` of `42`).
 //!
 //! Escaped lone surrogates (`"\ud800"`) are accepted: RFC 8259's grammar allows any `\uXXXX` escape and
-//! the conformance data in `shared/testdata` marks them as `complete` (parsers differ on them, so a later
-//! parse may still reject the text). Raw bytes that are not UTF-8, including encoded surrogates, and a
-//! byte order mark are `Invalid`.
+//! the JSONTestSuite-derived conformance data (`tests/data/`) marks them as `complete` (parsers differ on
+//! them, so a later parse may still reject the text). Raw bytes that are not UTF-8, including encoded
+//! surrogates, and a byte order mark are `Invalid`.
+//!
+//! An [`InvalidReason`]'s offset does not depend on how the message was cut into pieces.
+//!
+//! Layout: `simd` turns bytes into per-block masks (the only `unsafe` code, one instruction set per
+//! file); `strings` (string skipping for the exact recogniser), `stage1` (bracket balancing) and
+//! `exact` (the grammar automaton and its structural walker) consume those masks. Dependencies point
+//! one way, towards `simd`.
 
 mod exact;
 mod simd;
 mod stage1;
+mod strings;
 
 use std::fmt;
 
@@ -48,6 +59,7 @@ use crate::sse::Data;
 pub use simd::Isa;
 
 use exact::Exact;
+use simd::Kernels;
 use stage1::Stage1;
 
 /// What the input seen so far is, if it ended here.
@@ -188,22 +200,22 @@ impl Config {
 
     /// A gate with this configuration, using the best instruction set this CPU has.
     pub fn build(&self) -> Gate {
-        self.build_inner(Isa::detect())
+        self.build_inner(Kernels::best())
     }
 
     /// A gate forced onto `isa`, or `None` when this CPU (or this build) cannot run it. For benches and
     /// differential tests.
     #[doc(hidden)]
     pub fn build_with_isa(&self, isa: Isa) -> Option<Gate> {
-        isa.is_available().then(|| self.build_inner(isa))
+        Kernels::new(isa).map(|kernels| self.build_inner(kernels))
     }
 
-    fn build_inner(&self, isa: Isa) -> Gate {
+    fn build_inner(&self, kernels: Kernels) -> Gate {
         Gate {
             exact_mode: self.exact,
             use_exact: self.exact,
-            exact: Exact::new(self.max_depth, isa),
-            fast: Stage1::new(self.max_depth, isa),
+            exact: Exact::new(self.max_depth, kernels),
+            fast: Stage1::new(self.max_depth, kernels),
             config: self.clone(),
         }
     }
@@ -214,7 +226,9 @@ pub struct Gate {
     config: Config,
     /// `Config::exact`.
     exact_mode: bool,
-    /// Which engine's state answers `verdict()`: the exact one in exact mode, or after `check` fell back.
+    /// Whether the exact recogniser is fed the message: in exact mode, or after `check` fell back. (In
+    /// fast mode it also takes over a top-level value that is not a container: see
+    /// [`Gate::exact_answers`].)
     use_exact: bool,
     exact: Exact,
     fast: Stage1,
@@ -258,28 +272,38 @@ impl Gate {
     /// Feeds the next piece of the message. O(`bytes.len()`), no allocation (beyond the amortised growth of
     /// the nesting stack). Once the verdict is `Trailing` or `Invalid` further bytes are ignored.
     pub fn feed(&mut self, bytes: &[u8]) {
-        if self.use_exact {
+        if self.exact_answers() {
             self.exact.feed(bytes);
-        } else {
-            self.fast.feed(bytes, &mut self.exact);
+        } else if let Some(start) = self.fast.feed(bytes) {
+            // A top-level scalar: bracket balancing has nothing to say about it.
+            self.exact.reset();
+            let consumed_before = self.fast.consumed() - bytes.len() as u64;
+            self.exact.set_offset(consumed_before + start as u64);
+            self.exact.feed(&bytes[start..]);
         }
+    }
+
+    /// Whether the exact recogniser's state answers: in exact mode, after `check` fell back, or when the
+    /// fast path handed it a top-level value that is not a container.
+    fn exact_answers(&self) -> bool {
+        self.use_exact || self.fast.delegated()
     }
 
     /// The verdict if the input ended here. Cheap; may be called at any time.
     pub fn verdict(&self) -> Verdict {
-        if self.use_exact {
+        if self.exact_answers() {
             self.exact.verdict()
         } else {
-            self.fast.verdict(&self.exact)
+            self.fast.verdict()
         }
     }
 
     /// Why the verdict is [`Verdict::Invalid`] (`None` for any other verdict).
     pub fn invalid_reason(&self) -> Option<&InvalidReason> {
-        if self.use_exact {
+        if self.exact_answers() {
             self.exact.reason()
         } else {
-            self.fast.reason(&self.exact)
+            self.fast.reason()
         }
     }
 

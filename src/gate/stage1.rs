@@ -2,14 +2,15 @@
 //!
 //! Carried state: whether the next byte is escaped (odd backslash run), whether we are inside a string,
 //! the nesting depth and the kind of every open container. A byte after an odd backslash run is inert
-//! everywhere (inside strings or not), exactly as the SIMD kernels' escape mask makes it, so the portable
-//! path here and every kernel agree byte for byte. The kernels process 64-byte blocks and call
-//! [`escapes`], [`Stage1::brackets`] and [`Stage1::bracket_slow`]; whatever is shorter than a
-//! block goes through [`Stage1::inside_scalar`].
+//! everywhere (inside strings or not), exactly as the kernels' escape mask makes it, so the portable
+//! path here and every kernel agree byte for byte. Whole 64-byte blocks come from the kernels as
+//! structurals (brackets outside strings) and are balanced here; whatever is shorter than a block,
+//! and everything on the portable build, goes through [`Stage1::inside_scalar`]. A top-level value that
+//! is not a container is not this engine's business: [`Stage1::feed`] says where it starts and the
+//! gate hands it to the exact recogniser.
 #![forbid(unsafe_code)]
 
-use super::exact::Exact;
-use super::simd::{self, Isa, scalar};
+use super::simd::{Kernels, StringCarry, scalar};
 use super::{InvalidReason, Verdict, is_ws};
 
 /// What the fast path has seen.
@@ -21,7 +22,7 @@ pub(crate) enum Phase {
     Inside,
     /// The top-level container closed; only whitespace since.
     After,
-    /// The top-level value is not a container: the exact recogniser has the rest.
+    /// The top-level value is not a container: the exact recogniser has the rest (and the verdict).
     Delegated,
     /// Non-whitespace after the top-level container (absorbing).
     Trailing,
@@ -32,73 +33,73 @@ pub(crate) enum Phase {
 /// Slack the kinds stack keeps above the current depth: one 64-byte block can open 64 containers.
 const BLOCK_SLACK: usize = 66;
 
-/// The fast path's state. Fields are crate-visible for the kernels.
+/// The fast path's state.
 #[derive(Clone, Debug)]
 pub(crate) struct Stage1 {
-    pub(crate) phase: Phase,
+    phase: Phase,
     /// Open containers (>= 1 while `Inside`).
-    pub(crate) depth: usize,
+    depth: usize,
     /// `kinds[d]` is 1 when the container at depth `d` is an object, 0 for an array (`kinds[0]` unused).
     /// Slots above `depth` hold garbage.
-    pub(crate) kinds: Vec<u8>,
-    /// All ones when the bytes consumed so far end inside a string, else 0.
-    pub(crate) in_string: u64,
-    /// 1 when the next byte is escaped (the consumed bytes end with an odd backslash run), else 0.
-    pub(crate) escaped: u64,
-    pub(crate) max_depth: usize,
+    kinds: Vec<u8>,
+    /// The string and escape state at the end of the bytes consumed so far.
+    carry: StringCarry,
+    max_depth: usize,
     /// Message offset of the first byte of the piece being processed (then: bytes consumed).
-    pub(crate) offset: u64,
+    offset: u64,
     reason: Option<InvalidReason>,
-    isa: Isa,
+    kernels: Kernels,
 }
 
 impl Stage1 {
-    pub(crate) fn new(max_depth: usize, isa: Isa) -> Stage1 {
+    pub(crate) fn new(max_depth: usize, kernels: Kernels) -> Stage1 {
         Stage1 {
             phase: Phase::Before,
             depth: 0,
             kinds: Vec::new(),
-            in_string: 0,
-            escaped: 0,
+            carry: StringCarry::default(),
             max_depth,
             offset: 0,
             reason: None,
-            isa,
+            kernels,
         }
     }
 
     pub(crate) fn reset(&mut self) {
         self.phase = Phase::Before;
         self.depth = 0;
-        self.in_string = 0;
-        self.escaped = 0;
+        self.carry = StringCarry::default();
         self.offset = 0;
         self.reason = None;
+    }
+
+    /// Bytes fed so far.
+    pub(crate) fn consumed(&self) -> u64 {
+        self.offset
     }
 
     pub(crate) fn delegated(&self) -> bool {
         self.phase == Phase::Delegated
     }
 
-    pub(crate) fn verdict(&self, exact: &Exact) -> Verdict {
+    /// The verdict (meaningless once [`Stage1::delegated`]: the exact recogniser's then stands).
+    pub(crate) fn verdict(&self) -> Verdict {
         match self.phase {
-            Phase::Before | Phase::Inside => Verdict::Incomplete,
+            Phase::Before | Phase::Inside | Phase::Delegated => Verdict::Incomplete,
             Phase::After => Verdict::Complete,
-            Phase::Delegated => exact.verdict(),
             Phase::Trailing => Verdict::Trailing,
             Phase::Invalid => Verdict::Invalid,
         }
     }
 
-    pub(crate) fn reason<'a>(&'a self, exact: &'a Exact) -> Option<&'a InvalidReason> {
-        match self.phase {
-            Phase::Delegated => exact.reason(),
-            _ => self.reason.as_ref(),
-        }
+    pub(crate) fn reason(&self) -> Option<&InvalidReason> {
+        self.reason.as_ref()
     }
 
-    /// Consumes the next piece; a top-level scalar is handed to `exact`.
-    pub(crate) fn feed(&mut self, bytes: &[u8], exact: &mut Exact) {
+    /// Consumes the next piece. When the top-level value turns out not to be a container, returns the
+    /// index in `bytes` where it starts: the rest of the message is for the exact recogniser (and
+    /// nothing more may be fed here).
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Option<usize> {
         let base = self.offset;
         let n = bytes.len();
         let mut i = 0;
@@ -119,15 +120,13 @@ impl Stage1 {
                         i += 1;
                     } else {
                         self.phase = Phase::Delegated;
-                        exact.reset();
-                        exact.set_offset(base + i as u64);
-                        exact.feed(&bytes[i..]);
-                        i = n;
+                        self.offset = base + n as u64;
+                        return Some(i);
                     }
                 }
                 Phase::Inside => {
                     self.offset = base + i as u64;
-                    i += simd::stage1_inside(self.isa, self, &bytes[i..]);
+                    i += self.inside(&bytes[i..]);
                 }
                 Phase::After => {
                     while i < n && is_ws(bytes[i]) {
@@ -138,19 +137,47 @@ impl Stage1 {
                     }
                     break;
                 }
-                Phase::Delegated => {
-                    exact.feed(&bytes[i..]);
-                    i = n;
-                }
-                Phase::Trailing | Phase::Invalid => break,
+                Phase::Delegated | Phase::Trailing | Phase::Invalid => break,
             }
         }
         self.offset = base + n as u64;
+        None
+    }
+
+    /// Balances `bytes` while inside the top-level container: whole blocks through the kernels'
+    /// structurals, the tail byte by byte. Returns how many bytes it consumed (all of them, unless the
+    /// top-level container closed or the input became invalid).
+    #[inline]
+    fn inside(&mut self, bytes: &[u8]) -> usize {
+        let kernels = self.kernels;
+        let mut carry = self.carry;
+        let mut stopped = None;
+        let done = kernels.structural_blocks(bytes, &mut carry, |at, s| {
+            if s.brackets == 0 {
+                return true;
+            }
+            self.reserve_block();
+            if let Some(p) = self.brackets(s.brackets, s.opens, s.curly) {
+                let offset = self.offset + (at as u64) + u64::from(p);
+                self.bracket_slow((s.opens >> p) & 1 == 1, (s.curly >> p) & 1 == 1, offset);
+                if self.phase != Phase::Inside {
+                    stopped = Some(at + p as usize + 1);
+                    return false;
+                }
+            }
+            true
+        });
+        if let Some(end) = stopped {
+            // The top-level container closed or the input is invalid: the carry no longer matters.
+            return end;
+        }
+        self.carry = carry;
+        done + self.inside_scalar(&bytes[done..], done)
     }
 
     /// Makes sure a whole block's worth of opens fits in `kinds` without bounds failures.
     #[inline(always)]
-    pub(crate) fn reserve_block(&mut self) {
+    fn reserve_block(&mut self) {
         if self.kinds.len() < self.depth + BLOCK_SLACK {
             self.kinds.resize(self.depth + BLOCK_SLACK, 0);
         }
@@ -161,7 +188,7 @@ impl Stage1 {
     /// limit, a mismatch, or the top-level close — and returns its bit index, with `depth` as before it.
     /// Requires [`Stage1::reserve_block`].
     #[inline(always)]
-    pub(crate) fn brackets(&mut self, mut bits: u64, opens: u64, curly: u64) -> Option<u32> {
+    fn brackets(&mut self, mut bits: u64, opens: u64, curly: u64) -> Option<u32> {
         let kinds = &mut self.kinds[..];
         let max = self.max_depth;
         let mut depth = self.depth;
@@ -189,7 +216,7 @@ impl Stage1 {
 
     /// One bracket, exactly: push, pop, or the typed failure; a pop to depth 0 moves to `After`.
     #[cold]
-    pub(crate) fn bracket_slow(&mut self, open: bool, curly: bool, at: u64) {
+    fn bracket_slow(&mut self, open: bool, curly: bool, at: u64) {
         let kind = u8::from(curly);
         if open {
             if self.depth >= self.max_depth {
@@ -216,33 +243,33 @@ impl Stage1 {
         }
     }
 
-    /// The portable path (and every kernel's tail): byte at a time, skipping string contents with the
-    /// SWAR scanner. `bytes` starts at message offset `self.offset + skip`. Returns bytes consumed.
-    pub(crate) fn inside_scalar(&mut self, bytes: &[u8], skip: usize) -> usize {
+    /// The portable path (and the tail after the kernels' whole blocks): byte at a time, skipping string
+    /// contents with the SWAR scanner. `bytes` starts at message offset `self.offset + skip`. Returns bytes consumed.
+    fn inside_scalar(&mut self, bytes: &[u8], skip: usize) -> usize {
         let n = bytes.len();
         let mut i = 0;
         while i < n {
-            if self.escaped != 0 {
-                self.escaped = 0;
+            if self.carry.escaped != 0 {
+                self.carry.escaped = 0;
                 i += 1;
                 continue;
             }
-            if self.in_string != 0 {
+            if self.carry.in_string != 0 {
                 i += scalar::scan_string::<false>(&bytes[i..]);
                 if i == n {
                     break;
                 }
                 match bytes[i] {
-                    b'"' => self.in_string = 0,
-                    b'\\' => self.escaped = 1,
+                    b'"' => self.carry.in_string = 0,
+                    b'\\' => self.carry.escaped = 1,
                     _ => {}
                 }
                 i += 1;
                 continue;
             }
             match bytes[i] {
-                b'"' => self.in_string = !0,
-                b'\\' => self.escaped = 1,
+                b'"' => self.carry.in_string = !0,
+                b'\\' => self.carry.escaped = 1,
                 b @ (b'{' | b'[' | b'}' | b']') => {
                     let at = self.offset + (skip + i) as u64;
                     self.bracket_slow(b & 2 != 0, b & 0x20 != 0, at);
@@ -256,23 +283,4 @@ impl Stage1 {
         }
         n
     }
-}
-
-/// The escaped-byte mask of a 64-byte block from its backslash mask, carrying odd runs across blocks
-/// (simdjson's `find_escaped`). Branchy when the block has no backslash, branchless otherwise.
-#[inline(always)]
-pub(crate) fn escapes(backslash: u64, carry: &mut u64) -> u64 {
-    if backslash == 0 {
-        let escaped = *carry;
-        *carry = 0;
-        return escaped;
-    }
-    const EVEN: u64 = 0x5555_5555_5555_5555;
-    let backslash = backslash & !*carry;
-    let follows_escape = (backslash << 1) | *carry;
-    let odd_starts = backslash & !EVEN & !follows_escape;
-    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
-    *carry = u64::from(overflow);
-    let invert = even_starts << 1;
-    (EVEN ^ invert) & follows_escape
 }

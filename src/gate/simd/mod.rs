@@ -1,19 +1,33 @@
-//! Instruction-set dispatch for the gate's two kernels: the string scanner (first quote, backslash,
-//! control byte and optionally non-ASCII byte) and the stage-1 bracket balancer.
+//! The gate's SIMD layer: kernels that turn bytes into per-block bitmasks, and the dispatch to them.
 //!
-//! The choice is made once per process ([`Isa::detect`], cached in an atomic): AVX-512BW, then
-//! AVX2 + PCLMULQDQ, then the portable code in [`scalar`], which is also the reference every kernel is
-//! tested against. `--cfg ssegate_disable_simd` and Miri force the portable path.
+//! A kernel only classifies bytes. For each whole 64-byte block it computes masks (bit `p` is byte
+//! `p`) and hands them to a *sink*, a closure supplied by the consumer, the way simdjson's stage 1 hands
+//! structurals on to stage 2:
+//!
+//! - [`StringMasks`] (quote, backslash, control, non-ASCII, escapable, `u`) for skipping string
+//!   contents, consumed by the exact recogniser's string skipper (`gate::strings`);
+//! - [`Structurals`] (brackets outside strings, which of them open, which are curly), with the
+//!   in-string and escape state carried across blocks in a [`StringCarry`], consumed by the
+//!   bracket-balancing fast path (`gate::stage1`).
+//!
+//! The sink runs inlined in the kernel's `#[target_feature]` context, so there is no call per block,
+//! yet nothing here knows the consumers' types: the dependencies go one way (`exact`, `stage1`,
+//! `strings` → `simd`).
+//!
+//! Dispatch invariant as a type: a [`Kernels`] value holds a token per instruction set
+//! (`x86_64::avx512::Avx512`, `x86_64::avx2::Avx2`) that only run-time feature detection can create,
+//! and the kernels are safe methods on their token. The best choice is detected once per process
+//! ([`Isa::detect`], cached in an atomic). `--cfg ssegate_disable_simd` and Miri leave only the portable
+//! code in [`scalar`], which is also the reference every kernel is tested against.
 
+mod bits;
 pub(crate) mod scalar;
-mod strings;
 #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
 mod x86_64;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::stage1::Stage1;
-pub(crate) use strings::Skip;
+pub(crate) use bits::escapes_branchless;
 
 /// An instruction set the gate's kernels can run on.
 #[doc(hidden)]
@@ -23,7 +37,7 @@ pub enum Isa {
     Portable,
     /// AVX2 and PCLMULQDQ (x86-64).
     Avx2,
-    /// AVX-512BW and PCLMULQDQ (x86-64).
+    /// AVX-512F, AVX-512BW and PCLMULQDQ (x86-64).
     Avx512,
 }
 
@@ -56,21 +70,7 @@ impl Isa {
 
     /// Whether this CPU, and this build, can run `self`.
     pub fn is_available(self) -> bool {
-        match self {
-            Isa::Portable => true,
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-            Isa::Avx2 => {
-                std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("pclmulqdq")
-            }
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-            Isa::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx512bw")
-                    && std::arch::is_x86_feature_detected!("pclmulqdq")
-            }
-            #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
-            Isa::Avx2 | Isa::Avx512 => false,
-        }
+        Kernels::new(self).is_some()
     }
 
     /// A short lower-case name (`portable`, `avx2`, `avx512`), for bench ids.
@@ -83,61 +83,435 @@ impl Isa {
     }
 }
 
-/// Index of the first byte of `bytes` that is `"`, `\`, below 0x20, or (with `NON_ASCII`) at least 0x80;
-/// `bytes.len()` when there is none.
-#[inline]
-pub(crate) fn scan_string<const NON_ASCII: bool>(isa: Isa, bytes: &[u8]) -> usize {
-    match isa {
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        // SAFETY: a gate only holds `Isa::Avx512` after `Isa::is_available` said the CPU has AVX-512BW
-        // (`Config::build` / `Config::build_with_isa`).
-        Isa::Avx512 => unsafe { x86_64::avx512::scan_string::<NON_ASCII>(bytes) },
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        // SAFETY: as above, `Isa::Avx2` is only held after detection found AVX2.
-        Isa::Avx2 => unsafe { x86_64::avx2::scan_string::<NON_ASCII>(bytes) },
-        _ => scalar::scan_string::<NON_ASCII>(bytes),
+/// The string-skipping masks of one 64-byte block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StringMasks {
+    /// `"`.
+    pub(crate) quote: u64,
+    /// `\`.
+    pub(crate) backslash: u64,
+    /// Below 0x20.
+    pub(crate) control: u64,
+    /// At least 0x80.
+    pub(crate) non_ascii: u64,
+    /// One of `"\/bfnrtu`: what may follow a backslash.
+    pub(crate) escapable: u64,
+    /// `u`.
+    pub(crate) u: u64,
+}
+
+/// The brackets of one 64-byte block that are structural (outside strings, not escaped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Structurals {
+    /// `{`, `[`, `}` and `]` outside strings and not right after an odd backslash run.
+    pub(crate) brackets: u64,
+    /// `{` and `[` anywhere (meaningful where `brackets` is set).
+    pub(crate) opens: u64,
+    /// Bytes with bit 5 set: `{` and `}` among the brackets (meaningful where `brackets` is set).
+    pub(crate) curly: u64,
+}
+
+/// The JSON classification of one 64-byte block, for the exact recogniser's structural walker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct JsonMasks {
+    /// Quotes not escaped by an odd backslash run: the string delimiters.
+    pub(crate) quotes: u64,
+    /// Bytes inside strings, opening quote included, closing quote excluded.
+    pub(crate) in_string: u64,
+    /// `{`, `}`, `[`, `]`, `:` and `,` outside strings (escaped ones too: outside strings, the
+    /// backslash before them is already an error).
+    pub(crate) ops: u64,
+    /// JSON whitespace (space, tab, LF, CR), anywhere.
+    pub(crate) ws: u64,
+    /// `\`, anywhere.
+    pub(crate) backslash: u64,
+    /// Below 0x20, anywhere.
+    pub(crate) control: u64,
+    /// At least 0x80, anywhere.
+    pub(crate) non_ascii: u64,
+}
+
+/// What the structural classification carries from one byte to the next across blocks and pieces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StringCarry {
+    /// 1 when the next byte is escaped (the bytes so far end with an odd backslash run), else 0.
+    /// A byte after an odd backslash run is inert everywhere, inside strings or not.
+    pub(crate) escaped: u64,
+    /// All ones when the bytes so far end inside a string, else 0.
+    pub(crate) in_string: u64,
+}
+
+/// The kernels one gate runs, with the proof that this CPU can run them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kernels {
+    /// The portable code: SWAR string scanning; no block kernels (the consumers' byte-level
+    /// automata are the reference).
+    Portable,
+    /// AVX2 + PCLMULQDQ kernels.
+    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    Avx2(x86_64::avx2::Avx2),
+    /// AVX-512F + AVX-512BW + PCLMULQDQ kernels.
+    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    Avx512(x86_64::avx512::Avx512),
+}
+
+impl Kernels {
+    /// The kernels of `isa`, or `None` when this CPU (or this build) cannot run them.
+    pub(crate) fn new(isa: Isa) -> Option<Kernels> {
+        match isa {
+            Isa::Portable => Some(Kernels::Portable),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Isa::Avx2 => x86_64::avx2::Avx2::detect().map(Kernels::Avx2),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Isa::Avx512 => x86_64::avx512::Avx512::detect().map(Kernels::Avx512),
+            #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
+            Isa::Avx2 | Isa::Avx512 => None,
+        }
+    }
+
+    /// The best kernels this CPU runs.
+    pub(crate) fn best() -> Kernels {
+        Kernels::new(Isa::detect()).unwrap_or(Kernels::Portable)
+    }
+
+    /// The instruction set of these kernels.
+    pub(crate) fn isa(self) -> Isa {
+        match self {
+            Kernels::Portable => Isa::Portable,
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx2(_) => Isa::Avx2,
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx512(_) => Isa::Avx512,
+        }
+    }
+
+    /// Index of the first byte of `bytes` that is `"`, `\`, below 0x20, or (with `NON_ASCII`) at least
+    /// 0x80; `bytes.len()` when there is none.
+    #[inline]
+    pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
+        match self {
+            Kernels::Portable => scalar::scan_string::<NON_ASCII>(bytes),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx2(k) => k.scan_string::<NON_ASCII>(bytes),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx512(k) => k.scan_string::<NON_ASCII>(bytes),
+        }
+    }
+
+    /// Whether [`Kernels::string_blocks`] classifies anything (the portable build does not).
+    #[inline]
+    pub(crate) fn has_blocks(self) -> bool {
+        !matches!(self, Kernels::Portable)
+    }
+
+    /// Hands the [`StringMasks`] of each whole 64-byte block of `bytes` to `sink(offset, masks)` in
+    /// order, until it returns `false`. Returns the offset of the block it refused, or of the first
+    /// byte not in a whole block. The portable build classifies nothing and returns 0.
+    #[inline]
+    pub(crate) fn string_blocks(
+        self,
+        bytes: &[u8],
+        sink: impl FnMut(usize, StringMasks) -> bool,
+    ) -> usize {
+        match self {
+            Kernels::Portable => {
+                let _ = sink;
+                0
+            }
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx2(k) => k.string_blocks(bytes, sink),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx512(k) => k.string_blocks(bytes, sink),
+        }
+    }
+
+    /// Hands the [`JsonMasks`] of each whole 64-byte block of `bytes` to `sink(offset, masks)` in order,
+    /// until it returns `false`, carrying the string state in `carry` (as
+    /// [`Kernels::structural_blocks`] does). The portable build classifies nothing and returns 0.
+    #[inline]
+    pub(crate) fn json_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, JsonMasks) -> bool,
+    ) -> usize {
+        match self {
+            Kernels::Portable => {
+                let _ = (sink, carry);
+                0
+            }
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx2(k) => k.json_blocks(bytes, carry, sink),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx512(k) => k.json_blocks(bytes, carry, sink),
+        }
+    }
+
+    /// Hands the [`Structurals`] of each whole 64-byte block of `bytes` to `sink(offset, structurals)`
+    /// in order, until it returns `false`, carrying the string state in `carry`. Returns the offset of
+    /// the block it refused, or of the first byte not in a whole block; `carry` is then the state after
+    /// the last block the sink accepted. The portable build classifies nothing and returns 0.
+    #[inline]
+    pub(crate) fn structural_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, Structurals) -> bool,
+    ) -> usize {
+        match self {
+            Kernels::Portable => {
+                let _ = (sink, carry);
+                0
+            }
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx2(k) => k.structural_blocks(bytes, carry, sink),
+            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            Kernels::Avx512(k) => k.structural_blocks(bytes, carry, sink),
+        }
     }
 }
 
-/// Skips string content with whole-block kernels, starting at a clean point of a string (between two
-/// characters). Returns how many bytes are proven valid string content, and whether the closing quote
-/// ended them; the rest (an error, fewer than 64 bytes left) is for the scalar automaton, which resumes
-/// at another clean point. The portable build skips nothing: its automaton is the reference.
-#[inline]
-pub(crate) fn skip_string(isa: Isa, bytes: &[u8]) -> Skip {
-    match isa {
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        // SAFETY: a gate only holds `Isa::Avx512` after `Isa::is_available` found AVX-512BW.
-        Isa::Avx512 => unsafe { x86_64::avx512::skip_string(bytes) },
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        // SAFETY: a gate only holds `Isa::Avx2` after `Isa::is_available` found AVX2.
-        Isa::Avx2 => unsafe { x86_64::avx2::skip_string(bytes) },
-        _ => Skip {
-            len: 0,
-            closed: false,
-        },
-    }
-}
-
-/// Runs the stage-1 bracket balancer over `bytes` while `state` is inside the top-level container;
-/// returns how many bytes it consumed (all of them, unless the top-level container closed or the input
-/// became invalid).
-#[inline]
-pub(crate) fn stage1_inside(isa: Isa, state: &mut Stage1, bytes: &[u8]) -> usize {
-    match isa {
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        // SAFETY: a gate only holds `Isa::Avx512` after `Isa::is_available` found AVX-512BW and PCLMULQDQ.
-        Isa::Avx512 => unsafe { x86_64::avx512::stage1_inside(state, bytes) },
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        // SAFETY: a gate only holds `Isa::Avx2` after `Isa::is_available` found AVX2 and PCLMULQDQ.
-        Isa::Avx2 => unsafe { x86_64::avx2::stage1_inside(state, bytes) },
-        _ => state.inside_scalar(bytes, 0),
-    }
-}
+/// The escape-class lookup tables (one 16-byte table per nibble; a byte is escapable when its two entries
+/// share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t` `u`.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    allow(dead_code)
+)]
+const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
+/// See [`ESCAPE_LO`].
+#[cfg_attr(
+    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    allow(dead_code)
+)]
+const ESCAPE_HI: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn available() -> Vec<Kernels> {
+        Isa::ALL.into_iter().filter_map(Kernels::new).collect()
+    }
+
+    /// The string masks of one block, byte by byte from their definitions.
+    fn naive_string_masks(block: &[u8]) -> StringMasks {
+        let mut m = StringMasks::default();
+        for (p, &b) in block.iter().enumerate() {
+            let bit = 1u64 << p;
+            let set = |mask: &mut u64, yes: bool| {
+                if yes {
+                    *mask |= bit;
+                }
+            };
+            set(&mut m.quote, b == b'"');
+            set(&mut m.backslash, b == b'\\');
+            set(&mut m.control, b < 0x20);
+            set(&mut m.non_ascii, b >= 0x80);
+            set(&mut m.escapable, b"\"\\/bfnrtu".contains(&b));
+            set(&mut m.u, b == b'u');
+        }
+        m
+    }
+
+    /// The structurals of whole blocks, from a byte-at-a-time automaton (escape, then string state).
+    fn naive_structurals(bytes: &[u8], carry: &mut StringCarry) -> Vec<Structurals> {
+        let mut out = Vec::new();
+        for block in bytes.chunks_exact(64) {
+            let mut s = Structurals::default();
+            for (p, &b) in block.iter().enumerate() {
+                let bit = 1u64 << p;
+                if b == b'{' || b == b'[' {
+                    s.opens |= bit;
+                }
+                if b & 0x20 != 0 {
+                    s.curly |= bit;
+                }
+                if carry.escaped != 0 {
+                    carry.escaped = 0;
+                    continue;
+                }
+                match b {
+                    b'\\' => carry.escaped = 1,
+                    b'"' => carry.in_string = !carry.in_string,
+                    b'{' | b'[' | b'}' | b']' if carry.in_string == 0 => s.brackets |= bit,
+                    _ => {}
+                }
+            }
+            out.push(s);
+        }
+        out
+    }
+
+    /// The JSON masks of whole blocks, from the same byte automaton.
+    fn naive_json_masks(bytes: &[u8], carry: &mut StringCarry) -> Vec<JsonMasks> {
+        let mut out = Vec::new();
+        for block in bytes.chunks_exact(64) {
+            let mut m = JsonMasks::default();
+            for (p, &b) in block.iter().enumerate() {
+                let bit = 1u64 << p;
+                let set = |mask: &mut u64, yes: bool| {
+                    if yes {
+                        *mask |= bit;
+                    }
+                };
+                set(&mut m.ws, matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+                set(&mut m.backslash, b == b'\\');
+                set(&mut m.control, b < 0x20);
+                set(&mut m.non_ascii, b >= 0x80);
+                // Escaped or not: outside strings an escape is an error the walker finds first.
+                set(&mut m.ops, carry.in_string == 0 && b"{}[]:,".contains(&b));
+                if carry.escaped != 0 {
+                    carry.escaped = 0;
+                    m.in_string |= carry.in_string & bit;
+                    continue;
+                }
+                match b {
+                    b'\\' => carry.escaped = 1,
+                    b'"' => {
+                        m.quotes |= bit;
+                        carry.in_string = !carry.in_string;
+                    }
+                    _ => {}
+                }
+                m.in_string |= carry.in_string & bit;
+            }
+            out.push(m);
+        }
+        out
+    }
+
+    /// Every kernel's JSON masks and carries against the byte automaton, across blocks and calls.
+    #[test]
+    fn json_blocks_match_naive() {
+        for kernels in available().into_iter().filter(|k| k.has_blocks()) {
+            for seed in 0..300u64 {
+                let alphabet: &[u8] = if seed % 2 == 0 {
+                    b"\"\\{}[]:,ab \t\n\r1e-.\x01\xc3\xa9"
+                } else {
+                    b"\\\\\\\"[{:"
+                };
+                let bytes = random_bytes(seed, 64 * 9, alphabet);
+                let mut carry = StringCarry {
+                    escaped: seed / 2 % 2,
+                    in_string: if seed / 4 % 2 == 1 { !0 } else { 0 },
+                };
+                let mut want_carry = carry;
+                let want = naive_json_masks(&bytes, &mut want_carry);
+                let mut got = Vec::new();
+                for half in [&bytes[..64 * 4], &bytes[64 * 4..]] {
+                    let stop = kernels.json_blocks(half, &mut carry, |_, m| {
+                        got.push(m);
+                        true
+                    });
+                    assert_eq!(stop, half.len());
+                }
+                assert_eq!(got, want, "{kernels:?} seed {seed}");
+                assert_eq!(carry, want_carry, "{kernels:?} seed {seed}");
+                let mut carry2 = StringCarry::default();
+                let mut want2 = StringCarry::default();
+                naive_json_masks(&bytes[..128], &mut want2);
+                let stop = kernels.json_blocks(&bytes, &mut carry2, |at, _| at < 128);
+                assert_eq!((stop, carry2), (128, want2), "{kernels:?} seed {seed}");
+            }
+        }
+    }
+
+    fn random_bytes(seed: u64, len: usize, alphabet: &[u8]) -> Vec<u8> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (s >> 33) as usize;
+                if r.is_multiple_of(16) {
+                    (r >> 8) as u8
+                } else {
+                    alphabet[(r >> 4) % alphabet.len()]
+                }
+            })
+            .collect()
+    }
+
+    const ALPHABET: &[u8] = b"\"\\{}[]:,abu nrt/0\x01\xc3\xa9\x7f";
+
+    /// Every kernel's string masks against the definitions, on random blocks at every alignment.
+    #[test]
+    fn string_blocks_match_naive() {
+        for kernels in available() {
+            for seed in 0..200u64 {
+                let len = 64 * 5 + (seed as usize % 64);
+                let bytes = random_bytes(seed, len + 64, ALPHABET);
+                for align in [0, 1, 31, 63] {
+                    let input = &bytes[align..align + len];
+                    let mut seen = Vec::new();
+                    let stop = kernels.string_blocks(input, |at, m| {
+                        seen.push((at, m));
+                        true
+                    });
+                    if !kernels.has_blocks() {
+                        assert_eq!(stop, 0);
+                        continue;
+                    }
+                    assert_eq!(stop, len / 64 * 64, "{kernels:?}");
+                    assert_eq!(seen.len(), len / 64);
+                    for (at, m) in seen {
+                        assert_eq!(
+                            m,
+                            naive_string_masks(&input[at..at + 64]),
+                            "{kernels:?} {at}"
+                        );
+                    }
+                    // A refusing sink stops the scan at the block it refused.
+                    let stop = kernels.string_blocks(input, |at, _| at < 128);
+                    assert_eq!(stop, 128, "{kernels:?}");
+                }
+            }
+        }
+    }
+
+    /// Every kernel's structurals and carries against the byte automaton, across blocks and calls.
+    #[test]
+    fn structural_blocks_match_naive() {
+        for kernels in available().into_iter().filter(|k| k.has_blocks()) {
+            for seed in 0..300u64 {
+                let alphabet: &[u8] = if seed % 2 == 0 {
+                    ALPHABET
+                } else {
+                    b"\\\\\\\"[{"
+                };
+                let bytes = random_bytes(seed, 64 * 9, alphabet);
+                let mut carry = StringCarry {
+                    escaped: seed / 2 % 2,
+                    in_string: if seed / 4 % 2 == 1 { !0 } else { 0 },
+                };
+                let mut want_carry = carry;
+                let want = naive_structurals(&bytes, &mut want_carry);
+                // Two calls, split at a block boundary: the carry crosses calls.
+                let mut got = Vec::new();
+                for half in [&bytes[..64 * 4], &bytes[64 * 4..]] {
+                    let stop = kernels.structural_blocks(half, &mut carry, |_, s| {
+                        got.push(s);
+                        true
+                    });
+                    assert_eq!(stop, half.len());
+                }
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(g.brackets, w.brackets, "{kernels:?} seed {seed} block {k}");
+                    assert_eq!(g.opens & g.brackets, w.opens & w.brackets);
+                    assert_eq!(g.curly & g.brackets, w.curly & w.brackets);
+                }
+                assert_eq!(got.len(), want.len());
+                assert_eq!(carry, want_carry, "{kernels:?} seed {seed}");
+                // Refused at block 2: the carry is the state after block 1.
+                let mut carry2 = StringCarry::default();
+                let mut want2 = StringCarry::default();
+                naive_structurals(&bytes[..128], &mut want2);
+                let stop = kernels.structural_blocks(&bytes, &mut carry2, |at, _| at < 128);
+                assert_eq!((stop, carry2), (128, want2), "{kernels:?} seed {seed}");
+            }
+        }
+    }
 
     /// Every available kernel's string scanner against the byte-at-a-time definition, at every length
     /// and alignment mod 64, with the stop byte at every position.
@@ -150,7 +524,7 @@ mod tests {
                 .unwrap_or(bytes.len())
         };
         let mut buf = vec![b'a'; 64 + 200];
-        for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
+        for kernels in available() {
             for align in 0..64 {
                 for len in 0..200usize {
                     for stop in [b'"', b'\\', 0x00, 0x1f, 0x80, 0xff, b' ', 0x7f] {
@@ -161,14 +535,14 @@ mod tests {
                             }
                             let s = &buf[align..align + len];
                             assert_eq!(
-                                scan_string::<true>(isa, s),
+                                kernels.scan_string::<true>(s),
                                 naive(s, true),
-                                "{isa:?} {align} {len} {at}"
+                                "{kernels:?} {align} {len} {at}"
                             );
                             assert_eq!(
-                                scan_string::<false>(isa, s),
+                                kernels.scan_string::<false>(s),
                                 naive(s, false),
-                                "{isa:?} {align} {len} {at}"
+                                "{kernels:?} {align} {len} {at}"
                             );
                         }
                     }
@@ -178,10 +552,20 @@ mod tests {
     }
 
     #[test]
+    fn escape_tables_match_the_grammar() {
+        for b in 0..=255u8 {
+            let class = ESCAPE_LO[usize::from(b & 0x0f)] & ESCAPE_HI[usize::from(b >> 4)];
+            let want = b < 0x80 && b"\"\\/bfnrtu".contains(&b);
+            assert_eq!(class != 0, want, "{b:#04x}");
+        }
+    }
+
+    #[test]
     fn detect_is_cached_and_available() {
         let isa = Isa::detect();
         assert!(isa.is_available());
         assert_eq!(Isa::detect(), isa);
+        assert_eq!(Kernels::best().isa(), isa);
         if cfg!(any(ssegate_disable_simd, miri, not(target_arch = "x86_64"))) {
             assert_eq!(isa, Isa::Portable);
         }

@@ -7,9 +7,66 @@ use std::arch::x86_64::{
 };
 
 use super::prefix_xor;
-use crate::gate::simd::scalar;
-use crate::gate::simd::strings::{BlockMasks, ESCAPE_HI, ESCAPE_LO, Run, Skip};
-use crate::gate::stage1::{Phase, Stage1, escapes};
+use crate::gate::simd::bits::escapes;
+use crate::gate::simd::{
+    ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, scalar,
+};
+
+/// Proof that this CPU runs AVX2 and PCLMULQDQ: only [`Avx2::detect`] creates one, and every kernel of
+/// this file is a safe method on it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Avx2(());
+
+impl Avx2 {
+    /// The token, when run-time detection finds every feature the kernels below enable.
+    pub(crate) fn detect() -> Option<Avx2> {
+        (std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("pclmulqdq"))
+        .then_some(Avx2(()))
+    }
+
+    /// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
+    #[inline]
+    pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX2.
+        unsafe { scan_string::<NON_ASCII>(bytes) }
+    }
+
+    /// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
+    #[inline]
+    pub(crate) fn string_blocks(
+        self,
+        bytes: &[u8],
+        sink: impl FnMut(usize, StringMasks) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX2.
+        unsafe { string_blocks(bytes, sink) }
+    }
+
+    /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+    #[inline]
+    pub(crate) fn json_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, JsonMasks) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX2 and PCLMULQDQ.
+        unsafe { json_blocks(bytes, carry, sink) }
+    }
+
+    /// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
+    #[inline]
+    pub(crate) fn structural_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, Structurals) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX2 and PCLMULQDQ.
+        unsafe { structural_blocks(bytes, carry, sink) }
+    }
+}
 
 /// Loads 32 bytes at `ptr`.
 ///
@@ -45,12 +102,12 @@ fn stop_mask<const NON_ASCII: bool>(v: __m256i) -> u64 {
     bits(_mm256_or_si256(_mm256_or_si256(quote, backslash), low))
 }
 
-/// See `simd::scan_string`.
+/// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
+unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
     let n = bytes.len();
     let ptr = bytes.as_ptr();
     let mut i = 0;
@@ -74,12 +131,16 @@ pub(crate) unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
     scalar::scan_tail::<NON_ASCII>(bytes, i)
 }
 
-/// See `simd::stage1_inside`.
+/// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX2 and PCLMULQDQ.
 #[target_feature(enable = "avx2,pclmulqdq")]
-pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
+unsafe fn structural_blocks<F: FnMut(usize, Structurals) -> bool>(
+    bytes: &[u8],
+    carry: &mut StringCarry,
+    mut sink: F,
+) -> usize {
     let n = bytes.len();
     let ptr = bytes.as_ptr();
     let quote_v = _mm256_set1_epi8(b'"' as i8);
@@ -88,8 +149,8 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
     let open_v = _mm256_set1_epi8(b'{' as i8);
     let close_v = _mm256_set1_epi8(b'}' as i8);
     let mut i = 0;
-    // The carries live in registers inside the loop and go back to `st` on every exit.
-    let (mut esc_carry, mut str_carry) = (st.escaped, st.in_string);
+    // The carries live in registers inside the loop and go back to `carry` on exit.
+    let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
     while i + 64 <= n {
         // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
         let (lo, hi) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
@@ -97,6 +158,7 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
             bits(_mm256_cmpeq_epi8(lo, quote_v)) | (bits(_mm256_cmpeq_epi8(hi, quote_v)) << 32);
         let backslash = bits(_mm256_cmpeq_epi8(lo, backslash_v))
             | (bits(_mm256_cmpeq_epi8(hi, backslash_v)) << 32);
+        // `[` | 0x20 == `{` and `]` | 0x20 == `}`; no other byte maps there.
         let (flo, fhi) = (_mm256_or_si256(lo, bit5), _mm256_or_si256(hi, bit5));
         let opens =
             bits(_mm256_cmpeq_epi8(flo, open_v)) | (bits(_mm256_cmpeq_epi8(fhi, open_v)) << 32);
@@ -104,33 +166,32 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
             bits(_mm256_cmpeq_epi8(flo, close_v)) | (bits(_mm256_cmpeq_epi8(fhi, close_v)) << 32);
         let curly = bits(_mm256_cmpeq_epi8(_mm256_and_si256(lo, bit5), bit5))
             | (bits(_mm256_cmpeq_epi8(_mm256_and_si256(hi, bit5), bit5)) << 32);
-        let escaped = escapes(backslash, &mut esc_carry);
+        let mut esc_next = esc_carry;
+        let escaped = escapes(backslash, &mut esc_next);
         let in_string = prefix_xor(quote & !escaped) ^ str_carry;
+        let brackets = (opens | closes) & !in_string & !escaped;
+        if !sink(
+            i,
+            Structurals {
+                brackets,
+                opens,
+                curly,
+            },
+        ) {
+            break;
+        }
+        esc_carry = esc_next;
         str_carry = ((in_string as i64) >> 63) as u64;
-        let structural = (opens | closes) & !in_string & !escaped;
-        if structural != 0 {
-            st.reserve_block();
-        }
-        if structural != 0
-            && let Some(p) = st.brackets(structural, opens, curly)
-        {
-            let at = st.offset + (i as u64) + u64::from(p);
-            st.bracket_slow((opens >> p) & 1 == 1, (curly >> p) & 1 == 1, at);
-            if st.phase != Phase::Inside {
-                (st.escaped, st.in_string) = (esc_carry, str_carry);
-                return i + p as usize + 1;
-            }
-        }
         i += 64;
     }
-    (st.escaped, st.in_string) = (esc_carry, str_carry);
-    i + st.inside_scalar(&bytes[i..], i)
+    (carry.escaped, carry.in_string) = (esc_carry, str_carry);
+    i
 }
 
 /// The string-skipping masks of one 32-byte vector, in the low 32 bits of each field.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> BlockMasks {
+fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> StringMasks {
     let c = _mm256_set1_epi8(0x1f);
     // Bytes >= 0x80 select 0 from the low table; their high nibble selects 0 from the high one.
     let class = _mm256_and_si256(
@@ -140,7 +201,7 @@ fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> BlockMasks {
             _mm256_and_si256(_mm256_srli_epi16::<4>(v), _mm256_set1_epi8(0x0f)),
         ),
     );
-    BlockMasks {
+    StringMasks {
         quote: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8))),
         backslash: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8))),
         // Unsigned `v <= 0x1f`  <=>  max(v, 0x1f) == 0x1f.
@@ -151,12 +212,12 @@ fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> BlockMasks {
     }
 }
 
-/// See `simd::skip_string`.
+/// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
+unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut sink: F) -> usize {
     let n = bytes.len();
     let ptr = bytes.as_ptr();
     // SAFETY: both tables are 16 bytes long, exactly what a 128-bit unaligned load reads.
@@ -166,13 +227,12 @@ pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
             _mm256_broadcastsi128_si256(_mm_loadu_si128(ESCAPE_HI.as_ptr().cast())),
         )
     };
-    let mut run = Run::default();
     let mut i = 0;
     while i + 64 <= n {
         // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
         let (a, b) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
         let (a, b) = (string_masks(a, lo_t, hi_t), string_masks(b, lo_t, hi_t));
-        let masks = BlockMasks {
+        let masks = StringMasks {
             quote: a.quote | (b.quote << 32),
             backslash: a.backslash | (b.backslash << 32),
             control: a.control | (b.control << 32),
@@ -180,10 +240,66 @@ pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
             escapable: a.escapable | (b.escapable << 32),
             u: a.u | (b.u << 32),
         };
-        if !run.block(bytes, i, masks) {
+        if !sink(i, masks) {
             break;
         }
         i += 64;
     }
-    run.finish(bytes, i)
+    i
+}
+
+/// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+///
+/// # Safety
+/// The CPU must support AVX2 and PCLMULQDQ.
+#[target_feature(enable = "avx2,pclmulqdq")]
+unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
+    bytes: &[u8],
+    carry: &mut StringCarry,
+    mut sink: F,
+) -> usize {
+    let n = bytes.len();
+    let ptr = bytes.as_ptr();
+    let bit5 = _mm256_set1_epi8(0x20);
+    let c = _mm256_set1_epi8(0x1f);
+    // The 64-bit mask of `byte` in the block held as two halves.
+    let eq = |lo: __m256i, hi: __m256i, b: u8| {
+        let t = _mm256_set1_epi8(b as i8);
+        bits(_mm256_cmpeq_epi8(lo, t)) | (bits(_mm256_cmpeq_epi8(hi, t)) << 32)
+    };
+    let mut i = 0;
+    let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
+    while i + 64 <= n {
+        // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
+        let (lo, hi) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
+        let backslash = eq(lo, hi, b'\\');
+        // `[` | 0x20 == `{` and `]` | 0x20 == `}`; no other byte maps there.
+        let (flo, fhi) = (_mm256_or_si256(lo, bit5), _mm256_or_si256(hi, bit5));
+        let ops = eq(flo, fhi, b'{') | eq(flo, fhi, b'}') | eq(lo, hi, b':') | eq(lo, hi, b',');
+        let ws = eq(lo, hi, b' ') | eq(lo, hi, b'\t') | eq(lo, hi, b'\n') | eq(lo, hi, b'\r');
+        let mut esc_next = esc_carry;
+        let escaped = escapes(backslash, &mut esc_next);
+        let quotes = eq(lo, hi, b'"') & !escaped;
+        let in_string = prefix_xor(quotes) ^ str_carry;
+        // Unsigned `v <= 0x1f`  <=>  max(v, 0x1f) == 0x1f.
+        let control = bits(_mm256_cmpeq_epi8(_mm256_max_epu8(lo, c), c))
+            | (bits(_mm256_cmpeq_epi8(_mm256_max_epu8(hi, c), c)) << 32);
+        let masks = JsonMasks {
+            quotes,
+            in_string,
+            ops: ops & !in_string,
+            ws,
+            backslash,
+            control,
+            non_ascii: bits(lo) | (bits(hi) << 32),
+        };
+        if !sink(i, masks) {
+            break;
+        }
+        esc_carry = esc_next;
+        str_carry = ((in_string as i64) >> 63) as u64;
+        i += 64;
+    }
+    (carry.escaped, carry.in_string) = (esc_carry, str_carry);
+    i
 }

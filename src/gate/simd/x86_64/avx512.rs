@@ -1,4 +1,4 @@
-//! AVX-512BW kernels: 64-byte blocks, mask registers straight from the compares.
+//! AVX-512F + AVX-512BW kernels: 64-byte blocks, mask registers straight from the compares.
 
 use std::arch::x86_64::{
     __m512i, _mm_loadu_si128, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
@@ -8,8 +8,65 @@ use std::arch::x86_64::{
 };
 
 use super::prefix_xor;
-use crate::gate::simd::strings::{BlockMasks, ESCAPE_HI, ESCAPE_LO, Run, Skip};
-use crate::gate::stage1::{Phase, Stage1, escapes};
+use crate::gate::simd::bits::escapes;
+use crate::gate::simd::{ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals};
+
+/// Proof that this CPU runs AVX-512F, AVX-512BW and PCLMULQDQ: only [`Avx512::detect`] creates one,
+/// and every kernel of this file is a safe method on it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Avx512(());
+
+impl Avx512 {
+    /// The token, when run-time detection finds every feature the kernels below enable.
+    pub(crate) fn detect() -> Option<Avx512> {
+        (std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("pclmulqdq"))
+        .then_some(Avx512(()))
+    }
+
+    /// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
+    #[inline]
+    pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX-512F and AVX-512BW.
+        unsafe { scan_string::<NON_ASCII>(bytes) }
+    }
+
+    /// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
+    #[inline]
+    pub(crate) fn string_blocks(
+        self,
+        bytes: &[u8],
+        sink: impl FnMut(usize, StringMasks) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX-512F and AVX-512BW.
+        unsafe { string_blocks(bytes, sink) }
+    }
+
+    /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+    #[inline]
+    pub(crate) fn json_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, JsonMasks) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX-512F, AVX-512BW and PCLMULQDQ.
+        unsafe { json_blocks(bytes, carry, sink) }
+    }
+
+    /// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
+    #[inline]
+    pub(crate) fn structural_blocks(
+        self,
+        bytes: &[u8],
+        carry: &mut StringCarry,
+        sink: impl FnMut(usize, Structurals) -> bool,
+    ) -> usize {
+        // SAFETY: `self` exists, so `detect` found AVX-512F, AVX-512BW and PCLMULQDQ.
+        unsafe { structural_blocks(bytes, carry, sink) }
+    }
+}
 
 /// The stop mask of one 64-byte vector (see `simd::scan_string`).
 #[inline]
@@ -26,12 +83,12 @@ fn stop_mask<const NON_ASCII: bool>(v: __m512i) -> u64 {
     quote | backslash | low
 }
 
-/// See `simd::scan_string`.
+/// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512BW.
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(crate) unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
+unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
     let n = bytes.len();
     let ptr = bytes.as_ptr();
     let mut i = 0;
@@ -57,12 +114,16 @@ pub(crate) unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
     n
 }
 
-/// See `simd::stage1_inside`.
+/// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW and PCLMULQDQ.
 #[target_feature(enable = "avx512f,avx512bw,pclmulqdq")]
-pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
+unsafe fn structural_blocks<F: FnMut(usize, Structurals) -> bool>(
+    bytes: &[u8],
+    carry: &mut StringCarry,
+    mut sink: F,
+) -> usize {
     let n = bytes.len();
     let ptr = bytes.as_ptr();
     let quote_v = _mm512_set1_epi8(b'"' as i8);
@@ -71,8 +132,8 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
     let open_v = _mm512_set1_epi8(b'{' as i8);
     let close_v = _mm512_set1_epi8(b'}' as i8);
     let mut i = 0;
-    // The carries live in registers inside the loop and go back to `st` on every exit.
-    let (mut esc_carry, mut str_carry) = (st.escaped, st.in_string);
+    // The carries live in registers inside the loop and go back to `carry` on exit.
+    let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
     while i + 64 <= n {
         // SAFETY: `i + 64 <= n`, so the 64 bytes read are inside `bytes`.
         let v = unsafe { _mm512_loadu_si512(ptr.add(i).cast()) };
@@ -83,35 +144,34 @@ pub(crate) unsafe fn stage1_inside(st: &mut Stage1, bytes: &[u8]) -> usize {
         let opens = _mm512_cmpeq_epi8_mask(folded, open_v);
         let closes = _mm512_cmpeq_epi8_mask(folded, close_v);
         let curly = _mm512_test_epi8_mask(v, bit5);
-        let escaped = escapes(backslash, &mut esc_carry);
+        let mut esc_next = esc_carry;
+        let escaped = escapes(backslash, &mut esc_next);
         let in_string = prefix_xor(quote & !escaped) ^ str_carry;
+        let brackets = (opens | closes) & !in_string & !escaped;
+        if !sink(
+            i,
+            Structurals {
+                brackets,
+                opens,
+                curly,
+            },
+        ) {
+            break;
+        }
+        esc_carry = esc_next;
         str_carry = ((in_string as i64) >> 63) as u64;
-        let bits = (opens | closes) & !in_string & !escaped;
-        if bits != 0 {
-            st.reserve_block();
-        }
-        if bits != 0
-            && let Some(p) = st.brackets(bits, opens, curly)
-        {
-            let at = st.offset + (i as u64) + u64::from(p);
-            st.bracket_slow((opens >> p) & 1 == 1, (curly >> p) & 1 == 1, at);
-            if st.phase != Phase::Inside {
-                (st.escaped, st.in_string) = (esc_carry, str_carry);
-                return i + p as usize + 1;
-            }
-        }
         i += 64;
     }
-    (st.escaped, st.in_string) = (esc_carry, str_carry);
-    i + st.inside_scalar(&bytes[i..], i)
+    (carry.escaped, carry.in_string) = (esc_carry, str_carry);
+    i
 }
 
-/// See `simd::skip_string`.
+/// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512BW.
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
+unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut sink: F) -> usize {
     let n = bytes.len();
     let ptr = bytes.as_ptr();
     let quote_v = _mm512_set1_epi8(b'"' as i8);
@@ -126,7 +186,6 @@ pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
             _mm512_broadcast_i32x4(_mm_loadu_si128(ESCAPE_HI.as_ptr().cast())),
         )
     };
-    let mut run = Run::default();
     let mut i = 0;
     while i + 64 <= n {
         // SAFETY: `i + 64 <= n`, so the 64 bytes read are inside `bytes`.
@@ -136,7 +195,7 @@ pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
             _mm512_shuffle_epi8(lo_t, v),
             _mm512_shuffle_epi8(hi_t, _mm512_and_si512(_mm512_srli_epi16::<4>(v), nibble)),
         );
-        let masks = BlockMasks {
+        let masks = StringMasks {
             quote: _mm512_cmpeq_epi8_mask(v, quote_v),
             backslash: _mm512_cmpeq_epi8_mask(v, backslash_v),
             control: _mm512_cmplt_epu8_mask(v, space_v),
@@ -144,10 +203,59 @@ pub(crate) unsafe fn skip_string(bytes: &[u8]) -> Skip {
             escapable: _mm512_test_epi8_mask(class, class),
             u: _mm512_cmpeq_epi8_mask(v, u_v),
         };
-        if !run.block(bytes, i, masks) {
+        if !sink(i, masks) {
             break;
         }
         i += 64;
     }
-    run.finish(bytes, i)
+    i
+}
+
+/// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX-512BW and PCLMULQDQ.
+#[target_feature(enable = "avx512f,avx512bw,pclmulqdq")]
+unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
+    bytes: &[u8],
+    carry: &mut StringCarry,
+    mut sink: F,
+) -> usize {
+    let n = bytes.len();
+    let ptr = bytes.as_ptr();
+    let eq = |v: __m512i, b: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8));
+    let bit5 = _mm512_set1_epi8(0x20);
+    let space_v = _mm512_set1_epi8(0x20);
+    let mut i = 0;
+    let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
+    while i + 64 <= n {
+        // SAFETY: `i + 64 <= n`, so the 64 bytes read are inside `bytes`.
+        let v = unsafe { _mm512_loadu_si512(ptr.add(i).cast()) };
+        let backslash = eq(v, b'\\');
+        // `[` | 0x20 == `{` and `]` | 0x20 == `}`; no other byte maps there.
+        let folded = _mm512_or_si512(v, bit5);
+        let ops = eq(folded, b'{') | eq(folded, b'}') | eq(v, b':') | eq(v, b',');
+        let ws = eq(v, b' ') | eq(v, b'\t') | eq(v, b'\n') | eq(v, b'\r');
+        let mut esc_next = esc_carry;
+        let escaped = escapes(backslash, &mut esc_next);
+        let quotes = eq(v, b'"') & !escaped;
+        let in_string = prefix_xor(quotes) ^ str_carry;
+        let masks = JsonMasks {
+            quotes,
+            in_string,
+            ops: ops & !in_string,
+            ws,
+            backslash,
+            control: _mm512_cmplt_epu8_mask(v, space_v),
+            non_ascii: _mm512_movepi8_mask(v),
+        };
+        if !sink(i, masks) {
+            break;
+        }
+        esc_carry = esc_next;
+        str_carry = ((in_string as i64) >> 63) as u64;
+        i += 64;
+    }
+    (carry.escaped, carry.in_string) = (esc_carry, str_carry);
+    i
 }

@@ -1,13 +1,26 @@
-//! Whole-block string skipping shared by the x86-64 kernels: the bit logic that turns one 64-byte
-//! block's masks into "still inside the string", "the string closes here" or "look closer", and the
-//! bulk UTF-8 check of the bytes a kernel skipped.
+//! Whole-block string skipping for the exact recogniser: consumes the [`StringMasks`] the kernels
+//! produce and turns each 64-byte block into "still inside the string", "the string closes here" or
+//! "look closer", then checks the skipped bytes' UTF-8 in bulk.
 //!
-//! A kernel is entered at a *clean point* of a string (between two characters, not inside an escape or
+//! [`skip`] is entered at a *clean point* of a string (between two characters, not inside an escape or
 //! a UTF-8 sequence) and returns another clean point, so the exact recogniser's scalar automaton can take
 //! over there and judge anything unusual (an error, a piece boundary) byte by byte with precise offsets.
 #![forbid(unsafe_code)]
 
-/// What one block kernel call achieved; see [`super::skip_string`].
+use super::simd::{Kernels, StringMasks, escapes_branchless};
+
+/// Skips string content with the block kernels, starting at a clean point of a string. Returns how many
+/// bytes are proven valid string content, and whether the closing quote ended them; the rest (an error,
+/// fewer than 64 bytes left) is for the scalar automaton. The portable build skips nothing: its
+/// automaton is the reference.
+#[inline]
+pub(crate) fn skip(kernels: Kernels, bytes: &[u8]) -> Skip {
+    let mut run = Run::default();
+    let stop = kernels.string_blocks(bytes, |at, m| run.block(bytes, at, m));
+    run.finish(bytes, stop)
+}
+
+/// What one [`skip`] call achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Skip {
     /// Bytes proven to be valid string content (plus the closing quote when `closed`).
@@ -39,26 +52,9 @@ impl Carry {
     }
 }
 
-/// Masks of one 64-byte block (bit `p` is byte `p`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BlockMasks {
-    /// `"`.
-    pub(crate) quote: u64,
-    /// `\`.
-    pub(crate) backslash: u64,
-    /// Below 0x20.
-    pub(crate) control: u64,
-    /// At least 0x80.
-    pub(crate) non_ascii: u64,
-    /// One of `"\/bfnrtu`: what may follow a backslash.
-    pub(crate) escapable: u64,
-    /// `u`.
-    pub(crate) u: u64,
-}
-
 /// Loop state of one kernel call.
 #[derive(Debug)]
-pub(crate) struct Run {
+struct Run {
     carry: Carry,
     /// Start of the first accepted block holding a non-ASCII byte (`usize::MAX`: none yet): UTF-8 is
     /// checked from there.
@@ -85,7 +81,7 @@ impl Run {
     /// The common block (plain text, simple escapes, non-ASCII) takes one branch-free pass; a closing
     /// quote, a `\u` escape or anything invalid goes to [`Run::block_careful`].
     #[inline(always)]
-    pub(crate) fn block(&mut self, bytes: &[u8], at: usize, m: BlockMasks) -> bool {
+    fn block(&mut self, bytes: &[u8], at: usize, m: StringMasks) -> bool {
         let (escaped, esc_out) = escapes_branchless(m.backslash, self.carry.esc);
         let closing = m.quote & !escaped;
         let unusual =
@@ -102,7 +98,7 @@ impl Run {
 
     /// [`Run::block`] for blocks with a closing quote, `\u` escapes, or errors.
     #[inline(never)]
-    fn block_careful(&mut self, bytes: &[u8], at: usize, m: BlockMasks) -> bool {
+    fn block_careful(&mut self, bytes: &[u8], at: usize, m: StringMasks) -> bool {
         let (escaped, esc_carry) = escapes_branchless(m.backslash, self.carry.esc);
         let closing = m.quote & !escaped;
         // Everything up to and including the closing quote is string; what follows is not our business.
@@ -147,7 +143,7 @@ impl Run {
     }
 
     /// The kernel's answer once its block loop stopped at block boundary `at`.
-    pub(crate) fn finish(self, bytes: &[u8], at: usize) -> Skip {
+    fn finish(self, bytes: &[u8], at: usize) -> Skip {
         let (end, closed) = match self.close {
             Some(q) => (q, true),
             None => (at - self.carry.backoff(), false),
@@ -169,19 +165,6 @@ impl Run {
             }
         }
     }
-}
-
-/// The escaped-byte mask of a block from its backslash mask and the carried odd run (0 or 1), and the
-/// carry out: [`crate::gate::stage1::escapes`] without its no-backslash branch, which text mispredicts.
-#[inline(always)]
-fn escapes_branchless(backslash: u64, carry: u64) -> (u64, u64) {
-    const EVEN: u64 = 0x5555_5555_5555_5555;
-    let backslash = backslash & !carry;
-    let follows_escape = (backslash << 1) | carry;
-    let odd_starts = backslash & !EVEN & !follows_escape;
-    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
-    let invert = even_starts << 1;
-    ((EVEN ^ invert) & follows_escape, u64::from(overflow))
 }
 
 /// Length of the longest prefix of `bytes` that is whole, valid UTF-8 and ends at a character boundary
@@ -225,44 +208,9 @@ fn complete_prefix(bytes: &[u8]) -> usize {
     n
 }
 
-/// The escape-class lookup tables (one 16-byte table per nibble; a byte is escapable when its two entries
-/// share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t` `u`.
-pub(crate) const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
-/// See [`ESCAPE_LO`].
-pub(crate) const ESCAPE_HI: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_tables_match_the_grammar() {
-        for b in 0..=255u8 {
-            let class = ESCAPE_LO[usize::from(b & 0x0f)] & ESCAPE_HI[usize::from(b >> 4)];
-            let want = b < 0x80 && b"\"\\/bfnrtu".contains(&b);
-            assert_eq!(class != 0, want, "{b:#04x}");
-        }
-    }
-
-    #[test]
-    fn branchless_escapes_match_stage1() {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..100_000 {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let backslash = s & s.rotate_left(17) | s.rotate_left(31) & s.rotate_left(5);
-            for carry in [0, 1] {
-                let mut c = carry;
-                let want = crate::gate::stage1::escapes(backslash, &mut c);
-                assert_eq!(
-                    escapes_branchless(backslash, carry),
-                    (want, c),
-                    "{backslash:#x}"
-                );
-            }
-        }
-    }
 
     #[test]
     fn complete_prefix_trims_only_cut_sequences() {
