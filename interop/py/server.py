@@ -6,9 +6,20 @@ Port: --port, else $PORT, else 0 (any free port). Once listening it prints one l
 `listening http://HOST:PORT/mcp` on stdout, so a harness started with port 0 learns the port.
 
 Streamable HTTP at /mcp with sessions and the in-memory EventStore below (resumable: `GET` +
-`Last-Event-ID` replays strictly after the id). `--forgetful`: the store forgets everything (a lost
-buffer: `replay_events_after` finds nothing). `--stateless`: `stateless_http=True` (no
-`Mcp-Session-Id`, no event store). Tools:
+`Last-Event-ID` replays strictly after the id), one store per session. `--forgetful`: the store
+forgets everything (a lost buffer: `replay_events_after` finds nothing). `--stateless`:
+`stateless_http=True` (no `Mcp-Session-Id`, no event store). `--shared-store`: one store for every
+session, as `streamable_http_app(event_store=...)` does (see below: sessions then share streams).
+
+Why one store per session: the SDK hands the one `event_store` to every session's transport and
+names a request's stream by the JSON-RPC request id alone (`str(id)`; `_GET_stream` for the GET
+stream), and `store_event` is not told the session. A store keyed by stream id, as the interface
+invites, puts two sessions' requests with the same id (every client's first call is usually id 1)
+in one stream, and a resume replays the other session's response. So this server gives each new
+session's transport its own store, through the session manager's admission hook (a private method
+of the pinned SDK version).
+
+Tools:
     big_result(size=4 MiB)        one text content of `size` bytes, readOnlyHint
     progress(count=5, delay_ms=0) `count` progress notifications, then a small result
     echo(text)                    the text back
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import socket
 import sys
@@ -144,17 +156,32 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "0")))
     parser.add_argument("--forgetful", action="store_true", help="an event store that forgets everything")
     parser.add_argument("--stateless", action="store_true", help="stateless_http=True (no sessions)")
+    parser.add_argument("--shared-store", action="store_true", help="one event store for every session (unsafe)")
     args = parser.parse_args()
 
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     mcp = build_server()
     app = mcp.streamable_http_app(
         stateless_http=args.stateless,
         event_store=None if args.stateless else InMemoryEventStore(forgetful=args.forgetful),
         host=args.host,
     )
+    if not args.stateless and not args.shared_store:
+        manager = mcp.session_manager
+        admit = manager._admit_session
+
+        def admit_with_own_store(requestor):  # type: ignore[no-untyped-def]
+            transport = admit(requestor)
+            if transport is not None:
+                transport._event_store = InMemoryEventStore(forgetful=args.forgetful)
+            return transport
+
+        manager._admit_session = admit_with_own_store
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
+    sock.listen(128)  # before saying so: a client may connect as soon as it reads the line
     host, port = sock.getsockname()[:2]
     print(f"listening http://{host}:{port}/mcp", flush=True)
     config = uvicorn.Config(app, log_level="warning")
