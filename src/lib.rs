@@ -13,11 +13,7 @@ pub mod sse;
 #[doc(hidden)]
 pub mod testing;
 
-#[cfg(feature = "transport")]
+#[cfg(feature = "client")]
 pub mod client;
-#[cfg(feature = "transport")]
-pub mod demo;
-#[cfg(feature = "transport")]
-pub mod proxy;
-#[cfg(feature = "transport")]
-pub mod server;
+#[cfg(feature = "client")]
+pub mod probe;

@@ -1,5 +1,5 @@
 //! The guarded `Stream` adapter over an in-memory byte stream and a reconnect function.
-#![cfg(feature = "transport")]
+#![cfg(feature = "guarded-stream")]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

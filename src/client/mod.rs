@@ -175,6 +175,7 @@ pub struct ClientConfig {
     max_json_body: usize,
     client_name: String,
     reuse_connections: bool,
+    proxy: Option<String>,
     handler: Arc<dyn Handler>,
 }
 
@@ -206,6 +207,7 @@ impl Default for ClientConfig {
             max_json_body: 64 << 20,
             client_name: "ssegate".to_owned(),
             reuse_connections: true,
+            proxy: None,
             handler: Arc::new(DefaultHandler),
         }
     }
@@ -305,6 +307,13 @@ impl ClientConfig {
     /// connection" turns it off so each request opens its own).
     pub fn reuse_connections(&mut self, reuse: bool) -> &mut Self {
         self.reuse_connections = reuse;
+        self
+    }
+
+    /// Send every request through this proxy (`http://host:port`; HTTPS targets are tunnelled with
+    /// `CONNECT`). Without it, `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` are honoured.
+    pub fn proxy(&mut self, url: impl Into<String>) -> &mut Self {
+        self.proxy = Some(url.into());
         self
     }
 
@@ -552,6 +561,11 @@ fn build_http(config: &ClientConfig) -> Result<reqwest::Client, ClientError> {
     if !config.reuse_connections {
         builder = builder.pool_max_idle_per_host(0);
     }
+    if let Some(url) = &config.proxy {
+        let proxy = reqwest::Proxy::all(url)
+            .map_err(|e| ClientError::Setup(format!("proxy {url:?}: {e}")))?;
+        builder = builder.proxy(proxy);
+    }
     builder
         .build()
         .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))
@@ -675,7 +689,7 @@ impl Client {
             .await
             .map_err(|e| match e {
                 Attempt::Client(e) => e,
-                Attempt::Lost(f, _) => ClientError::Refused {
+                Attempt::Lost(f, _) | Attempt::NotTaken(f) => ClientError::Refused {
                     failure: Box::new(f),
                     attempts: 1,
                 },
@@ -862,15 +876,13 @@ impl Client {
             let attempt = async {
                 let res = self.post(&session, &req, "request").await?;
                 if res.status() == reqwest::StatusCode::NOT_FOUND && session.id.is_some() {
-                    // The session expired before the request was taken.
-                    return Err(Attempt::Lost(
-                        Failure::Refused(TornBoundary {
-                            kind: Torn::SessionExpired,
-                            cursor: None,
-                            outstanding: vec![rpc_id.clone()],
-                        }),
-                        Vec::new(),
-                    ));
+                    // The session expired before the request was taken: nothing ran, so the
+                    // call may always be issued again on a new session.
+                    return Err(Attempt::NotTaken(Failure::Refused(TornBoundary {
+                        kind: Torn::SessionExpired,
+                        cursor: None,
+                        outstanding: vec![rpc_id.clone()],
+                    })));
                 }
                 let res = expect_ok(res, "request").await?;
                 let mut stream = self.inner.config.stream.build();
@@ -887,7 +899,8 @@ impl Client {
                     });
                 }
                 Err(Attempt::Client(e)) => return Err(e),
-                Err(Attempt::Lost(f, received)) => (f, received),
+                Err(Attempt::Lost(f, received)) => (f, Some(received)),
+                Err(Attempt::NotTaken(f)) => (f, None),
             };
             warn!(failure = %failure, attempt = outcome.attempts, "the response stream was lost");
             outcome.refusals.push(failure.clone());
@@ -897,7 +910,9 @@ impl Client {
                     attempts: outcome.attempts,
                 });
             }
-            if !self.safe_to_reissue(method, &params_of(&req), retry).await {
+            if let Some(received) = received
+                && !self.safe_to_reissue(method, &params_of(&req), retry).await
+            {
                 return Err(ClientError::OutcomeUnknown {
                     failure: Box::new(failure),
                     method: describe_call(method, &req),
@@ -1141,6 +1156,24 @@ impl Client {
         }
     }
 
+    /// POSTs `body` on the current session, answer unread (for the probe).
+    pub(crate) async fn post_raw(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
+        self.post(&self.session(), body, "request").await
+    }
+
+    /// `GET` with `Last-Event-ID` on the current session, answer unread (for the probe).
+    pub(crate) async fn get_raw(
+        &self,
+        last_event_id: HeaderValue,
+    ) -> Result<reqwest::Response, ClientError> {
+        self.request(reqwest::Method::GET, &self.session())
+            .header(header::ACCEPT, "text/event-stream")
+            .header("last-event-id", last_event_id)
+            .send()
+            .await
+            .map_err(ClientError::http("resume"))
+    }
+
     /// Ends the session with `DELETE` (nothing to do for a sessionless server).
     pub async fn close(self) -> Result<(), ClientError> {
         let session = self.session();
@@ -1183,6 +1216,8 @@ enum Attempt {
     Client(ClientError),
     /// The stream was lost; the messages received before.
     Lost(Failure, Vec<Message>),
+    /// The server did not take the request (`404` on the POST: the session had expired).
+    NotTaken(Failure),
 }
 
 impl From<ClientError> for Attempt {

@@ -67,7 +67,7 @@ use crate::sse::{self, Decoder};
 
 pub use crate::guard::ReconnectResponse;
 
-#[cfg(feature = "transport")]
+#[cfg(feature = "guarded-stream")]
 pub mod stream;
 
 /// Settings of a [`ResumableStream`]. Setters take `&mut self` and chain.

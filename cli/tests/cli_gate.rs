@@ -1,5 +1,4 @@
 //! `ssegate gate` through the built binary: one word, the same under every split.
-#![cfg(feature = "cli")]
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ssegate::demo::{self, DemoConfig};
+use ssegate_testkit::demo::{self, DemoConfig};
+use ssegate_testkit::server::ServerMode;
 
 /// Run the demo: an MCP server in each resume mode behind a proxy that cuts every `tools/call`
 /// response at a random byte, and two clients, one that appends the replay to its partial event (as
@@ -14,13 +15,13 @@ use ssegate::demo::{self, DemoConfig};
 #[derive(clap::Args, Debug)]
 pub(crate) struct DemoArgs {
     /// Trials per server mode and client.
-    #[arg(long, default_value_t = DemoConfig::default().get_trials())]
+    #[arg(long, default_value_t = demo::DEFAULT_TRIALS)]
     trials: usize,
     /// Seed of the cut offsets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Size of the big tool result's text, in bytes.
-    #[arg(long, default_value_t = ssegate::server::DEFAULT_RESULT_SIZE)]
+    #[arg(long, default_value_t = ssegate_testkit::server::DEFAULT_RESULT_SIZE)]
     size: usize,
     /// How long the proxy holds the reconnect after a cut, in milliseconds.
     #[arg(long, default_value_t = 250)]
@@ -40,7 +41,7 @@ pub(crate) fn run(args: &DemoArgs) -> ExitCode {
         .seed(args.seed)
         .size(args.size)
         .reconnect_delay(Duration::from_millis(args.reconnect_delay_ms));
-    let total = (config.get_trials() * config.get_modes().len() * 2) as u64;
+    let total = (args.trials * ServerMode::ALL.len() * 2) as u64;
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {

@@ -2,16 +2,15 @@
 //! proxy, over hundreds of random cuts: the exact result, or a typed refusal followed by a
 //! renegotiated retry that delivers it; never a corrupt result. The naive client, same cuts, does
 //! deliver corrupt results, so the fault injection is real.
-#![cfg(feature = "transport")]
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use ssegate::client::{Client, ClientConfig, ClientError};
-use ssegate::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
 use ssegate::guard::Torn;
-use ssegate::server::{ServerConfig, ServerMode};
+use ssegate_testkit::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
+use ssegate_testkit::server::{ServerConfig, ServerMode};
 
 const SIZE: usize = 128 << 10;
 const GUARDED_TRIALS: usize = 104;
@@ -143,7 +142,8 @@ async fn naive_client_corrupts_under_restart_and_boundary() {
     .unwrap();
 }
 
-/// A stream the guard refuses, on a request not marked retryable: a typed error, nothing delivered.
+/// A stream the guard refuses, on a tool call neither marked retryable nor annotated idempotent:
+/// the outcome is unknown (the server may have run it), nothing delivered, nothing re-issued.
 #[tokio::test]
 async fn non_retryable_refusal_is_a_typed_error() {
     tokio::time::timeout(LIMIT, async {
@@ -152,22 +152,29 @@ async fn non_retryable_refusal_is_a_typed_error() {
             .unwrap();
         let layout = *harness.layout();
         let mut cc = ClientConfig::default();
-        cc.replay_timeout(Duration::from_millis(500));
-        let mut client = Client::connect_addr(harness.proxy().addr(), cc)
+        cc.replay_timeout(Duration::from_millis(500))
+            .reuse_connections(false);
+        let client = Client::connect_addr(harness.proxy().addr(), cc)
             .await
             .unwrap();
         let first_session = client.session_id().unwrap().to_owned();
-        harness.proxy().set_next_cut(ssegate::proxy::Cut::At(
-            (layout.big_start + layout.big_end) / 2,
-        ));
+        harness
+            .proxy()
+            .set_next_cut(ssegate_testkit::proxy::Cut::At(
+                (layout.big_start + layout.big_end) / 2,
+            ));
         let err = client
             .call_tool("big_result", json!({}), false)
             .await
             .unwrap_err();
-        let ClientError::Refused { error, attempts } = &err else {
-            panic!("expected a refusal, got {err}");
+        let ClientError::OutcomeUnknown {
+            failure, method, ..
+        } = &err
+        else {
+            panic!("expected an unknown outcome, got {err}");
         };
-        assert_eq!(*attempts, 1);
+        assert_eq!(method, "tools/call big_result");
+        let error = failure.refusal().expect("the guard refused");
         assert!(
             matches!(error.kind, Torn::StreamRestarted { .. }),
             "{error}"
@@ -175,11 +182,7 @@ async fn non_retryable_refusal_is_a_typed_error() {
         assert!(error.must_renegotiate());
         assert_eq!(error.cursor.as_deref(), Some(&b"1-3"[..]));
         assert!(err.to_string().contains("restarted the stream"), "{err}");
-        assert_eq!(
-            client.session_id(),
-            Some(first_session.as_str()),
-            "no renegotiation"
-        );
+        assert_eq!(client.session_id(), Some(first_session), "no renegotiation");
         client.close().await.unwrap();
         harness.shutdown().await;
     })
@@ -195,7 +198,7 @@ async fn json_and_sse_answers_and_session_lifecycle() {
             let mut sc = ServerConfig::default();
             sc.result_size(1000).tools_list_sse(sse).retry_ms(5);
             let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
-            let mut client = Client::connect(&server.url(), ClientConfig::default())
+            let client = Client::connect(&server.url(), ClientConfig::default())
                 .await
                 .unwrap();
             assert_eq!(server.session_count(), 1);
@@ -207,7 +210,7 @@ async fn json_and_sse_answers_and_session_lifecycle() {
                 .call_tool("big_result", json!({"size": 1000, "seed": 3}), true)
                 .await
                 .unwrap();
-            let expected = ssegate::server::expected_result(&json!(2), 1000, 3);
+            let expected = ssegate_testkit::server::expected_result(&json!(2), 1000, 3);
             assert!(big.message.data().eq_bytes(&expected));
             assert_eq!(
                 big.outcome.other_messages, 3,
@@ -242,34 +245,31 @@ async fn expire(addr: std::net::SocketAddr, session: &str) {
     );
 }
 
-/// A request on an expired session (404 on the POST itself) renegotiates when it is retryable and
-/// is a typed `SessionExpired` refusal when it is not.
+/// A request on an expired session (404 on the POST itself) was never taken by the server, so it
+/// is re-issued on a new session even when it is not marked retryable: nothing ran twice.
 #[tokio::test]
-async fn expired_session_on_post_renegotiates_when_retryable() {
+async fn expired_session_on_post_renegotiates_even_when_not_retryable() {
     tokio::time::timeout(LIMIT, async {
         let mut sc = ServerConfig::default();
         sc.result_size(1000).retry_ms(5);
         let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
-        let mut client = Client::connect(&server.url(), ClientConfig::default())
+        let client = Client::connect(&server.url(), ClientConfig::default())
             .await
             .unwrap();
-
-        expire(server.addr(), client.session_id().unwrap()).await;
-        let err = client
-            .call("tools/list", json!({}), false)
-            .await
-            .unwrap_err();
-        let refusal = err.refusal().expect("a typed refusal");
-        assert!(matches!(refusal.kind, Torn::SessionExpired), "{err}");
-        assert!(refusal.must_renegotiate());
-
-        // The session is still the expired one: the retryable call renegotiates.
+        expire(server.addr(), &client.session_id().unwrap()).await;
         let opened = client.sessions_opened();
-        let list = client.call("tools/list", json!({}), true).await.unwrap();
-        assert_eq!(list.outcome.renegotiations, 1);
+        let big = client
+            .call_tool("big_result", json!({"size": 1000, "seed": 3}), false)
+            .await
+            .unwrap();
+        assert_eq!(big.outcome.renegotiations, 1);
+        assert!(matches!(
+            big.outcome.refusals.as_slice(),
+            [f] if matches!(f.refusal().map(|e| &e.kind), Some(Torn::SessionExpired))
+        ));
         assert_eq!(client.sessions_opened(), opened + 1);
-        let v: Value = list.message.deserialize().unwrap();
-        assert_eq!(v["result"]["tools"][0]["name"], "big_result");
+        let stats = server.stats();
+        assert_eq!(stats.streams, 1, "the tool ran once: {stats:?}");
         server.shutdown().await;
     })
     .await

@@ -1,5 +1,4 @@
 //! `ssegate events` through the built binary: the output contract, identical under every split.
-#![cfg(feature = "cli")]
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

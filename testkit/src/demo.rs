@@ -26,10 +26,18 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info_span};
 
-use crate::client::{self, Client, ClientConfig, Endpoint};
+use ssegate::client::{self, Client, ClientConfig};
+use ssegate::replay;
+use ssegate::sse::Data;
+
+use crate::http1::{self, WireError};
 use crate::proxy::{Cut, ProxyConfig, RunningProxy};
-use crate::replay;
-use crate::server::{DEFAULT_SEED, RunningServer, ServerConfig, ServerMode, expected_result};
+use crate::server::{
+    DEFAULT_SEED, MCP_PATH, RunningServer, ServerConfig, ServerMode, expected_result,
+};
+
+/// Trials per server mode and client by default.
+pub const DEFAULT_TRIALS: usize = 32;
 
 /// The JSON-RPC id both clients give the `tools/call` (each trial uses a fresh client).
 const CALL_ID: i64 = 1;
@@ -52,7 +60,7 @@ impl Default for DemoConfig {
     /// from the server, a 2 s replay timeout, 30 s per trial, every [`ServerMode`].
     fn default() -> Self {
         DemoConfig {
-            trials: 32,
+            trials: DEFAULT_TRIALS,
             seed: 1,
             size: crate::server::DEFAULT_RESULT_SIZE,
             reconnect_delay: Duration::from_millis(250),
@@ -112,16 +120,6 @@ impl DemoConfig {
     pub fn modes(&mut self, modes: &[ServerMode]) -> &mut Self {
         self.modes = modes.to_vec();
         self
-    }
-
-    /// Trials per row.
-    pub fn get_trials(&self) -> usize {
-        self.trials
-    }
-
-    /// The server modes.
-    pub fn get_modes(&self) -> &[ServerMode] {
-        &self.modes
     }
 
     fn server_config(&self, mode: ServerMode) -> ServerConfig {
@@ -270,33 +268,63 @@ impl SplitMix64 {
     }
 }
 
-/// A demo error (setting up the server, the proxy or the measurement).
+/// A demo error: setting up the server or the proxy, or measuring the response layout.
 #[derive(Debug)]
-pub struct DemoError(String);
+#[non_exhaustive]
+pub enum DemoError {
+    /// Binding the server or the proxy failed.
+    Io(io::Error),
+    /// The uncut measurement call failed.
+    Measure(NaiveError),
+    /// The measured response does not look like the `big_result` stream.
+    Layout(LayoutError),
+}
+
+/// What is wrong with a measured response layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// The body is not a sequence of whole SSE frames (or has fewer than two).
+    NotWholeFrames,
+    /// The bytes before the body are not a plausible HTTP head (17..4096 bytes).
+    ImplausibleHead,
+    /// The last frame is shorter than the configured result size.
+    NoBigResult,
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LayoutError::NotWholeFrames => "the body is not whole SSE frames",
+            LayoutError::ImplausibleHead => "the head size is implausible",
+            LayoutError::NoBigResult => "the last frame is not the big result",
+        })
+    }
+}
 
 impl fmt::Display for DemoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            DemoError::Io(e) => write!(f, "I/O error: {e}"),
+            DemoError::Measure(e) => write!(f, "measuring the response layout: {e}"),
+            DemoError::Layout(e) => write!(f, "unexpected response layout: {e}"),
+        }
     }
 }
 
-impl std::error::Error for DemoError {}
+impl std::error::Error for DemoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DemoError::Io(e) => Some(e),
+            DemoError::Measure(e) => Some(e),
+            DemoError::Layout(_) => None,
+        }
+    }
+}
 
 impl From<io::Error> for DemoError {
     fn from(e: io::Error) -> Self {
-        DemoError(format!("I/O error: {e}"))
-    }
-}
-
-impl From<NaiveError> for DemoError {
-    fn from(e: NaiveError) -> Self {
-        DemoError(e.0)
-    }
-}
-
-impl From<client::ClientError> for DemoError {
-    fn from(e: client::ClientError) -> Self {
-        DemoError(e.to_string())
+        DemoError::Io(e)
     }
 }
 
@@ -383,7 +411,7 @@ impl Harness {
         }
     }
 
-    fn classify(&self, delivered: &crate::sse::Data) -> TrialClass {
+    fn classify(&self, delivered: &Data) -> TrialClass {
         if delivered.eq_bytes(&self.expected) {
             TrialClass::Intact
         } else {
@@ -405,7 +433,7 @@ impl Harness {
     async fn naive_trial(&self, cut: u64) -> TrialOutcome {
         match self.naive_call(cut).await {
             Ok(d) => TrialOutcome {
-                class: self.classify(&crate::sse::Data::from(d.bytes)),
+                class: self.classify(&Data::from(d.bytes)),
                 resumed: d.reconnects > 0,
                 renegotiated: false,
                 cut,
@@ -428,8 +456,9 @@ impl Harness {
         let mut config = ClientConfig::default();
         config
             .replay_timeout(self.config.replay_timeout)
-            .read_timeout(self.config.trial_timeout);
-        let mut client = Client::connect_addr(self.proxy.addr(), config).await?;
+            // The proxy cuts "the next connection": each request must open its own.
+            .reuse_connections(false);
+        let client = Client::connect_addr(self.proxy.addr(), config).await?;
         self.proxy.set_next_cut(Cut::At(cut));
         let result = client.call_tool("big_result", json!({}), true).await;
         if let Err(e) = client.close().await {
@@ -445,7 +474,11 @@ impl Harness {
                 resumed: r.outcome.resumes > 0 && r.outcome.renegotiations == 0,
                 renegotiated: r.outcome.renegotiations > 0,
                 cut,
-                detail: (!r.outcome.refusals.is_empty()).then(|| r.outcome.refusals.join(" | ")),
+                detail: (!r.outcome.refusals.is_empty()).then(|| {
+                    let texts: Vec<String> =
+                        r.outcome.refusals.iter().map(ToString::to_string).collect();
+                    texts.join(" | ")
+                }),
             },
             Err(e) => TrialOutcome {
                 class: TrialClass::Refused,
@@ -472,12 +505,20 @@ impl Harness {
 async fn measure(proxy: &RunningProxy, config: &DemoConfig) -> Result<Layout, DemoError> {
     let mut naive = NaiveClient::connect(proxy.addr())
         .await
-        .map_err(|e| DemoError(format!("measuring the response layout: {e}")))?;
+        .map_err(DemoError::Measure)?;
     let before = proxy.stats().bytes_down;
     let res = naive
         .post(&call_request(CALL_ID, "big_result", json!({})))
-        .await?;
-    let body = client::read_body(res.into_body(), usize::MAX, "measure").await?;
+        .await
+        .map_err(DemoError::Measure)?;
+    let body = http1::read_body(res.into_body(), usize::MAX)
+        .await
+        .map_err(|source| {
+            DemoError::Measure(NaiveError::Wire {
+                during: NaiveStep::Call,
+                source,
+            })
+        })?;
     // The proxy counts a chunk after writing it; let it finish counting the last one.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let total = proxy.stats().bytes_down - before;
@@ -488,21 +529,21 @@ async fn measure(proxy: &RunningProxy, config: &DemoConfig) -> Result<Layout, De
         frames.push((start + i + 2 - start) as u64);
         start += i + 2;
     }
-    let bad = |what: &str| DemoError(format!("unexpected response layout: {what}"));
+    let bad = DemoError::Layout;
     if start != body.len() || frames.len() < 2 {
-        return Err(bad("the body is not whole SSE frames"));
+        return Err(bad(LayoutError::NotWholeFrames));
     }
     let hex_line = |len: u64| format!("{len:X}").len() as u64 + 2;
     let body_raw: u64 = frames.iter().map(|&l| hex_line(l) + l + 2).sum::<u64>() + 5;
     let head = total
         .checked_sub(body_raw)
         .filter(|&h| h > 16 && h < 4096)
-        .ok_or_else(|| bad("the head size is implausible"))?;
+        .ok_or_else(|| bad(LayoutError::ImplausibleHead))?;
     let big_len = *frames.last().expect("two frames at least");
     let big_end = total - 7;
     let config_size = config.size as u64;
     if big_len < config_size {
-        return Err(bad("the last frame is not the big result"));
+        return Err(bad(LayoutError::NoBigResult));
     }
     Ok(Layout {
         small_start: head + hex_line(frames[0]),
@@ -513,25 +554,101 @@ async fn measure(proxy: &RunningProxy, config: &DemoConfig) -> Result<Layout, De
 }
 
 fn call_request(id: i64, tool: &str, arguments: Value) -> Bytes {
-    let v = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
-    Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"))
+    to_bytes(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}),
+    )
 }
 
-/// The naive client's error: what it reports instead of a result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NaiveError(String);
+/// What the naive client was doing when it failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NaiveStep {
+    /// `initialize`.
+    Initialize,
+    /// `notifications/initialized`.
+    Initialized,
+    /// The `tools/call` POST and its stream.
+    Call,
+    /// `GET` + `Last-Event-ID`.
+    Resume,
+    /// `DELETE`.
+    Delete,
+}
 
-impl fmt::Display for NaiveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl NaiveStep {
+    /// A lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NaiveStep::Initialize => "initialize",
+            NaiveStep::Initialized => "initialized",
+            NaiveStep::Call => "tools/call",
+            NaiveStep::Resume => "resume",
+            NaiveStep::Delete => "delete",
+        }
     }
 }
 
-impl std::error::Error for NaiveError {}
+/// The naive client's error: what it reports instead of a result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NaiveError {
+    /// An HTTP exchange failed (connect, request, body, timeout).
+    Wire {
+        /// The step.
+        during: NaiveStep,
+        /// What failed.
+        source: WireError,
+    },
+    /// The server answered a status other than `200`.
+    Status {
+        /// The step.
+        during: NaiveStep,
+        /// The status code.
+        status: u16,
+    },
+    /// `initialize` was answered without an `Mcp-Session-Id` header.
+    NoSession,
+    /// The stream stalled for longer than the read timeout.
+    Stalled(Duration),
+    /// A resume was answered `200` with an empty body.
+    EmptyResume,
+    /// The connection was cut before any event id arrived: nothing to resume from.
+    NoEventId,
+    /// The stream was cut again after the last allowed reconnect.
+    GaveUp {
+        /// Reconnects made.
+        reconnects: u32,
+    },
+}
 
-impl From<client::ClientError> for NaiveError {
-    fn from(e: client::ClientError) -> Self {
-        NaiveError(e.to_string())
+impl fmt::Display for NaiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NaiveError::Wire { during, source } => write!(f, "{}: {source}", during.as_str()),
+            NaiveError::Status { during, status } => {
+                write!(f, "{} answered {status}", during.as_str())
+            }
+            NaiveError::NoSession => f.write_str("no Mcp-Session-Id"),
+            NaiveError::Stalled(after) => write!(
+                f,
+                "timed out reading the stream after {} ms",
+                after.as_millis()
+            ),
+            NaiveError::EmptyResume => f.write_str("the resumed stream was empty"),
+            NaiveError::NoEventId => f.write_str("cut before any event id"),
+            NaiveError::GaveUp { reconnects } => {
+                write!(f, "gave up after {reconnects} reconnects")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NaiveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NaiveError::Wire { source, .. } => Some(source),
+            _ => None,
+        }
     }
 }
 
@@ -558,40 +675,46 @@ pub struct NaiveDelivery {
 /// Do not use it for anything but showing the failure.
 #[derive(Debug)]
 pub struct NaiveClient {
-    endpoint: Endpoint,
+    addr: SocketAddr,
     session: Option<String>,
     timeout: Duration,
 }
+
+/// How many times the naive client resumes one call before it gives up.
+const NAIVE_MAX_RECONNECTS: u32 = 3;
+/// Largest JSON body the naive client reads.
+const NAIVE_MAX_JSON: usize = 1 << 20;
 
 impl NaiveClient {
     /// Opens a session: `initialize`, `notifications/initialized`.
     pub async fn connect(addr: SocketAddr) -> Result<NaiveClient, NaiveError> {
         let mut c = NaiveClient {
-            endpoint: Endpoint::from_addr(addr),
+            addr,
             session: None,
             timeout: Duration::from_secs(30),
         };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "naive", "version": "0"}}});
-        let res = c
-            .post(&Bytes::from(serde_json::to_vec(&init).expect("serializes")))
-            .await?;
+        let during = NaiveStep::Initialize;
+        let res = c.send(Method::POST, &[], to_bytes(&init), during).await?;
         if res.status() != StatusCode::OK {
-            return Err(NaiveError(format!("initialize answered {}", res.status())));
+            return Err(NaiveError::Status {
+                during,
+                status: res.status().as_u16(),
+            });
         }
         let session = res
             .headers()
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| NaiveError("no Mcp-Session-Id".to_owned()))?
+            .ok_or(NaiveError::NoSession)?
             .to_owned();
-        client::read_body(res.into_body(), 1 << 20, "initialize").await?;
+        read_json_body(res, during).await?;
         c.session = Some(session);
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let res = c
-            .post(&Bytes::from(serde_json::to_vec(&note).expect("serializes")))
-            .await?;
-        client::read_body(res.into_body(), 1 << 20, "initialized").await?;
+        let during = NaiveStep::Initialized;
+        let res = c.send(Method::POST, &[], to_bytes(&note), during).await?;
+        read_json_body(res, during).await?;
         Ok(c)
     }
 
@@ -600,29 +723,24 @@ impl NaiveClient {
         method: Method,
         extra: &[(&str, &str)],
         body: Bytes,
+        during: NaiveStep,
     ) -> Result<http::Response<hyper::body::Incoming>, NaiveError> {
         let mut headers = vec![("accept", "application/json, text/event-stream")];
         if let Some(s) = &self.session {
             headers.push(("mcp-session-id", s.as_str()));
         }
         headers.extend_from_slice(extra);
-        Ok(client::exchange(
-            &self.endpoint,
-            method,
-            &headers,
-            body,
-            self.timeout,
-            self.timeout,
-            "naive request",
-        )
-        .await?)
+        http1::exchange(self.addr, MCP_PATH, method, &headers, body, self.timeout)
+            .await
+            .map_err(|source| NaiveError::Wire { during, source })
     }
 
     async fn post(
         &self,
         body: &Bytes,
     ) -> Result<http::Response<hyper::body::Incoming>, NaiveError> {
-        self.send(Method::POST, &[], body.clone()).await
+        self.send(Method::POST, &[], body.clone(), NaiveStep::Call)
+            .await
     }
 
     /// Calls a tool and returns whatever it assembled as the response.
@@ -634,7 +752,10 @@ impl NaiveClient {
     ) -> Result<NaiveDelivery, NaiveError> {
         let res = self.post(&call_request(id, name, arguments)).await?;
         if res.status() != StatusCode::OK {
-            return Err(NaiveError(format!("tools/call answered {}", res.status())));
+            return Err(NaiveError::Status {
+                during: NaiveStep::Call,
+                status: res.status().as_u16(),
+            });
         }
         let mut body = res.into_body();
         let mut sse = NaiveSse::default();
@@ -644,7 +765,7 @@ impl NaiveClient {
             let next =
                 tokio::time::timeout(self.timeout, http_body_util::BodyExt::frame(&mut body))
                     .await
-                    .map_err(|_| NaiveError("timed out reading the stream".to_owned()))?;
+                    .map_err(|_| NaiveError::Stalled(self.timeout))?;
             match next {
                 Some(Ok(frame)) => {
                     let Ok(chunk) = frame.into_data() else {
@@ -660,26 +781,31 @@ impl NaiveClient {
                 }
                 _ => {
                     if !got_bytes {
-                        return Err(NaiveError("the resumed stream was empty".to_owned()));
+                        return Err(NaiveError::EmptyResume);
                     }
                     sse.connection_lost();
                     let Some(last) = sse.last_id.clone() else {
-                        return Err(NaiveError("cut before any event id".to_owned()));
+                        return Err(NaiveError::NoEventId);
                     };
-                    if reconnects == 3 {
-                        return Err(NaiveError("gave up after 3 reconnects".to_owned()));
+                    if reconnects == NAIVE_MAX_RECONNECTS {
+                        return Err(NaiveError::GaveUp { reconnects });
                     }
                     reconnects += 1;
                     tokio::time::sleep(sse.retry).await;
+                    let during = NaiveStep::Resume;
                     let res = self
                         .send(
                             Method::GET,
                             &[("last-event-id", last.as_str())],
                             Bytes::new(),
+                            during,
                         )
                         .await?;
                     if res.status() != StatusCode::OK {
-                        return Err(NaiveError(format!("resume answered {}", res.status())));
+                        return Err(NaiveError::Status {
+                            during,
+                            status: res.status().as_u16(),
+                        });
                     }
                     body = res.into_body();
                     got_bytes = false;
@@ -691,12 +817,26 @@ impl NaiveClient {
     /// Ends the session (`DELETE`), ignoring errors.
     pub async fn close(&mut self) {
         if self.session.is_some() {
-            if let Ok(res) = self.send(Method::DELETE, &[], Bytes::new()).await {
-                let _ = client::read_body(res.into_body(), 1 << 20, "delete").await;
+            let during = NaiveStep::Delete;
+            if let Ok(res) = self.send(Method::DELETE, &[], Bytes::new(), during).await {
+                let _ = read_json_body(res, during).await;
             }
             self.session = None;
         }
     }
+}
+
+fn to_bytes(v: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).expect("a JSON value serializes"))
+}
+
+async fn read_json_body(
+    res: http::Response<hyper::body::Incoming>,
+    during: NaiveStep,
+) -> Result<Bytes, NaiveError> {
+    http1::read_body(res.into_body(), NAIVE_MAX_JSON)
+        .await
+        .map_err(|source| NaiveError::Wire { during, source })
 }
 
 /// The naive client's SSE state: a line buffer and a data buffer that survives cuts.

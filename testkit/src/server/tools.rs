@@ -104,11 +104,6 @@ impl SplitMix64 {
     }
 }
 
-/// Hashes a number (session ids).
-pub(crate) fn mix(x: u64) -> u64 {
-    SplitMix64(x).next()
-}
-
 /// The `big_result` text as it appears between the quotes of the JSON string: exactly `size` bytes of
 /// prose with escapes and multi-byte UTF-8 (never split: padding with `.` makes up the length).
 pub fn prose(size: usize, seed: u64) -> Vec<u8> {

@@ -1,5 +1,4 @@
 //! `ssegate check` through the built binary: one line per step, a summary, exit status 1 on refusal.
-#![cfg(feature = "cli")]
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

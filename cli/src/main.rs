@@ -9,6 +9,7 @@ mod demo;
 mod events;
 mod gate;
 mod input;
+mod probe;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -34,14 +35,22 @@ enum Command {
     Check(check::CheckArgs),
     /// Reproduce the resumption failure on loopback and show the guard preventing it.
     Demo(demo::DemoArgs),
+    /// Probe a live MCP server: how it behaves when a stream is cut and resumed.
+    Probe(probe::ProbeArgs),
 }
 
 fn main() -> ExitCode {
+    // Diagnostics on stderr, off unless `RUST_LOG` asks (e.g. `RUST_LOG=ssegate=debug`).
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     match cli.command {
         Command::Events(args) => events::run(&args),
         Command::Gate(args) => gate::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Probe(args) => probe::run(&args),
     }
 }

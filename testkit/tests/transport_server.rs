@@ -1,5 +1,4 @@
 //! The loopback MCP server and the fault-injecting proxy, driven by a plain hyper client over real TCP.
-#![cfg(feature = "transport")]
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -12,9 +11,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use ssegate::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate::replay;
-use ssegate::server::{
+use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
+use ssegate_testkit::server::{
     RunningServer, ServerConfig, ServerMode, expected_progress_result, expected_result,
 };
 
@@ -647,7 +646,8 @@ async fn default_limits_reproduce_the_field_report() {
                 None,
             )
             .await;
-            let expected = expected_result(&json!(1), 4 << 20, ssegate::server::DEFAULT_SEED);
+            let expected =
+                expected_result(&json!(1), 4 << 20, ssegate_testkit::server::DEFAULT_SEED);
             if mode == ServerMode::Strict {
                 assert_eq!(resumed.status, StatusCode::CONFLICT);
                 assert_eq!(resumed.headers["retry-after"], "1");

@@ -1,5 +1,4 @@
 //! `ssegate demo` through the built binary, small and fast: the JSON rows and the table.
-#![cfg(feature = "cli")]
 
 use std::process::Command;
 

@@ -14,7 +14,7 @@
 //!
 //! ```no_run
 //! # async fn run(upstream: std::net::SocketAddr) -> std::io::Result<()> {
-//! use ssegate::proxy::{Cut, ProxyConfig};
+//! use ssegate_testkit::proxy::{Cut, ProxyConfig};
 //! use std::time::Duration;
 //!
 //! let mut config = ProxyConfig::default();

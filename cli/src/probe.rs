@@ -1,0 +1,137 @@
+//! `ssegate probe`: how a live MCP server behaves on resumption.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ssegate::client::ClientConfig;
+use ssegate::probe::{ProbeConfig, Report, probe};
+
+/// Probe a live MCP server's resumption behaviour: initialize, list tools, call a tool, cut the
+/// connection in the middle of its largest event and (second round) at the event boundary before
+/// it, resume with Last-Event-ID, and classify what the server did: continues, replays-event,
+/// resends-cursor, restarted, empty, held-open, reordered, conflict, gone or no-ids. Exit status 0:
+/// resumable; 1: not resumable; 2: the probe could not run. The tool is called three times.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ProbeArgs {
+    /// The server's MCP endpoint (`http://` or `https://`).
+    url: String,
+    /// A header sent with every request, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// The tool to call (default: the first that takes no required arguments).
+    #[arg(long)]
+    tool: Option<String>,
+    /// The tool's arguments, as JSON.
+    #[arg(long, default_value = "{}")]
+    args: String,
+    /// A PEM file of certificates to trust besides the platform's roots.
+    #[arg(long)]
+    cacert: Option<PathBuf>,
+    /// How long a resume may bring nothing before it counts as held open, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    replay_timeout_ms: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
+    let mut client = ClientConfig::default();
+    for h in &args.headers {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| format!("--header {h:?}: expected `Name: value`"))?;
+        let name = name
+            .trim()
+            .parse()
+            .map_err(|e| format!("--header {h:?}: {e}"))?;
+        let value = value
+            .trim()
+            .parse()
+            .map_err(|e| format!("--header {h:?}: {e}"))?;
+        client.header(name, value);
+    }
+    if let Some(path) = &args.cacert {
+        let pem = std::fs::read(path).map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+        client.root_certificate_pem(&pem);
+    }
+    let mut config = ProbeConfig::default();
+    config
+        .client(client)
+        .replay_timeout(Duration::from_millis(args.replay_timeout_ms));
+    if let Some(tool) = &args.tool {
+        let arguments =
+            serde_json::from_str(&args.args).map_err(|e| format!("--args {:?}: {e}", args.args))?;
+        config.tool(tool.clone(), arguments);
+    }
+    Ok(config)
+}
+
+fn print_text(report: &Report) {
+    let s = &report.server;
+    println!(
+        "server    protocol {} | session {} | priming {} | retry {} | ids {} | tool {}",
+        s.protocol_version.as_deref().unwrap_or("?"),
+        if s.session { "yes" } else { "no (sessionless)" },
+        if s.priming { "yes" } else { "no" },
+        s.retry_ms.map_or("-".to_owned(), |ms| format!("{ms} ms")),
+        s.id_scheme.as_str(),
+        s.tool
+    );
+    for r in &report.rounds {
+        println!(
+            "{:<9} {:<14} {}",
+            r.cut.as_str(),
+            r.behaviour.as_str(),
+            r.evidence
+        );
+    }
+    println!(
+        "verdict   {}: {}",
+        if report.resumable() {
+            "resumable"
+        } else {
+            "not-resumable"
+        },
+        report.advice()
+    );
+}
+
+pub(crate) fn run(args: &ProbeArgs) -> ExitCode {
+    let config = match config(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ssegate probe: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ssegate probe: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(probe(&args.url, &config)) {
+        Ok(report) => {
+            if args.json {
+                println!("{}", report.to_json());
+            } else {
+                print_text(&report);
+            }
+            if report.resumable() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("ssegate probe: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `ssegate probe` through the built binary against the loopback server in every resume mode: each
+//! mode's known behaviour is classified, with the documented JSON keys and exit status.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use ssegate_testkit::server::{ServerConfig, ServerMode};
+
+fn probe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .arg("probe")
+        .args(args)
+        .output()
+        .expect("run ssegate")
+}
+
+#[test]
+fn each_server_mode_is_classified_as_it_behaves() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let expected = [
+        (ServerMode::Strict, ["conflict", "conflict"], 1),
+        (ServerMode::Restart, ["restarted", "restarted"], 1),
+        (ServerMode::Boundary, ["replays-event", "continues"], 0),
+        (ServerMode::Empty, ["empty", "empty"], 1),
+        (ServerMode::Resend, ["resends-cursor", "resends-cursor"], 0),
+    ];
+    for (mode, behaviours, status) in expected {
+        let server = runtime.block_on(async {
+            let mut sc = ServerConfig::default();
+            sc.mode(mode).retry_ms(5);
+            sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+        });
+        let out = probe(&[&server.url(), "--json", "--replay-timeout-ms", "500"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{mode:?}: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        let got: Vec<&str> = v["rounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["behaviour"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, behaviours, "{mode:?}: {stdout}");
+        assert_eq!(v["rounds"][0]["cut"], "mid-event");
+        assert_eq!(v["rounds"][1]["cut"], "boundary");
+        assert_eq!(
+            v["verdict"],
+            if status == 0 {
+                "resumable"
+            } else {
+                "not-resumable"
+            }
+        );
+        let server_info = &v["server"];
+        for key in [
+            "protocol_version",
+            "session",
+            "priming",
+            "retry_ms",
+            "id_scheme",
+        ] {
+            assert!(server_info.get(key).is_some(), "{key} missing: {stdout}");
+        }
+        assert_eq!(server_info["session"], true);
+        assert_eq!(server_info["priming"], true, "{stdout}");
+        assert_eq!(server_info["retry_ms"], 5);
+        assert_eq!(server_info["protocol_version"], "2025-11-25");
+        runtime.block_on(server.shutdown());
+    }
+}
+
+#[test]
+fn a_probe_that_cannot_run_exits_two() {
+    // Nothing listens on a port just released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = probe(&[&format!("http://127.0.0.1:{port}/mcp")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ssegate probe:"));
+    let out = probe(&["http://127.0.0.1:1/mcp", "--header", "no colon"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn probe_over_https_with_cacert_and_a_header() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (server, front) = runtime.block_on(async {
+        let mut sc = ServerConfig::default();
+        sc.mode(ServerMode::Boundary).retry_ms(5);
+        let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let front = ssegate_testkit::tls::TlsFront::start(server.addr(), Some("Bearer t0k".into()))
+            .await
+            .unwrap();
+        (server, front)
+    });
+    let dir = std::env::temp_dir().join(format!("ssegate-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, front.cert_pem()).unwrap();
+    let pem = pem.to_str().unwrap();
+    let url = front.url();
+    let out = probe(&[
+        &url,
+        "--cacert",
+        pem,
+        "--header",
+        "Authorization: Bearer t0k",
+        "--json",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\"resumable\""), "{stdout}");
+    // Without the certificate: the probe cannot run, and says why.
+    let out = probe(&[&url, "--header", "Authorization: Bearer t0k"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .to_lowercase()
+            .contains("certificate")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(front);
+    runtime.block_on(server.shutdown());
+}

@@ -1,0 +1,21 @@
+//! ssegate's test kit (not published): everything needed to reproduce the torn-resume failure over
+//! real TCP on loopback, and to show the guard preventing it.
+//!
+//! - [`server`]: a minimal MCP Streamable HTTP server with a real [`ssegate::replay::ReplayBuffer`]
+//!   per session and a switchable resume-miss behaviour ([`server::ServerMode`]).
+//! - [`proxy`]: a fault-injecting TCP proxy that resets chosen responses at chosen byte offsets.
+//! - [`tls`]: a TLS front with a generated self-signed certificate, and a `CONNECT` proxy.
+//! - [`demo`]: the harness behind `ssegate demo`, with the naive appending client
+//!   ([`demo::NaiveClient`]) and the guarded [`ssegate::client::Client`].
+//!
+//! The library crate `ssegate` does not depend on this crate; its CLI (`ssegate-cli`) and its
+//! transport tests do.
+#![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod demo;
+mod http1;
+pub use http1::WireError;
+pub mod proxy;
+pub mod server;
+pub mod tls;
