@@ -10,7 +10,6 @@
 //!
 //! The servers are installed by `interop/setup`. When they are missing the tests fail if `CI` is
 //! set, and otherwise skip with a loud message.
-#![cfg(feature = "transport")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -22,7 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use ssegate::client::{CallOptions, Client, ClientConfig, ClientError, Handler, Response};
 use ssegate::message::{Message, RpcId};
-use ssegate::proxy::{Cut, ProxyConfig, RunningProxy};
+use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 
 // ---------------------------------------------------------------------------------------------
 // The servers
