@@ -89,7 +89,9 @@ fn missing(what: &str, why: &str) {
     if std::env::var_os("CI").is_some() {
         panic!("interop: the {what} server cannot run under CI ({why}); run interop/setup");
     }
-    eprintln!(
+    // Straight to the process's stderr: the test harness captures `eprintln!` of passing tests.
+    let _ = writeln!(
+        std::io::stderr(),
         "\n!!!!! SKIPPED: interop test with the {what} server: {why}\n\
          !!!!! run `interop/setup` to install the official-SDK servers (CI=1 makes this a failure)\n"
     );
