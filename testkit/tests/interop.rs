@@ -734,3 +734,58 @@ async fn python_sdk_stateless() {
     assert_eq!(rig.count().await, before + 1, "{label}: charge re-run");
     assert_eq!(rig.client.session_id(), None, "{label}");
 }
+
+/// `ssegate probe` against every server: its classification is what each SDK is known to do
+/// (interop/README.md has the table).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_classifies_each_sdk() {
+    use ssegate::probe::{IdScheme, ProbeConfig, probe};
+    let cases: [(Sdk, &[&str], [&str; 2], bool, bool); 5] = [
+        (Sdk::Ts, &[], ["replays-event", "continues"], true, true),
+        (Sdk::Py, &[], ["replays-event", "continues"], true, true),
+        (Sdk::Py, &["--forgetful"], ["empty", "empty"], true, false),
+        // The TS SDK asks the store which stream an id belongs to: unknown, it answers 400.
+        (
+            Sdk::Ts,
+            &["--forgetful"],
+            ["conflict", "conflict"],
+            true,
+            false,
+        ),
+        (
+            Sdk::Py,
+            &["--stateless"],
+            ["no-ids", "no-ids"],
+            false,
+            false,
+        ),
+    ];
+    for (sdk, flags, behaviours, priming, resumable) in cases {
+        let Some(server) = start(sdk, flags) else {
+            continue;
+        };
+        let mut config = ProbeConfig::default();
+        config
+            .tool("big_result", json!({"size": 256 << 10}))
+            .replay_timeout(Duration::from_secs(2));
+        let report = probe(&format!("http://{}/mcp", server.addr), &config)
+            .await
+            .unwrap_or_else(|e| panic!("{}: probe: {e}", server.label));
+        let got: Vec<_> = report.rounds.iter().map(|r| r.behaviour.as_str()).collect();
+        assert_eq!(got, behaviours, "{}: {:?}", server.label, report.rounds);
+        assert_eq!(report.server.priming, priming, "{}", server.label);
+        assert_eq!(report.resumable(), resumable, "{}", server.label);
+        assert_eq!(
+            report.server.protocol_version.as_deref(),
+            Some("2025-11-25"),
+            "{}",
+            server.label
+        );
+        let scheme = if priming {
+            IdScheme::Opaque
+        } else {
+            IdScheme::None
+        };
+        assert_eq!(report.server.id_scheme, scheme, "{}", server.label);
+    }
+}
