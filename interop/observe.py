@@ -2,6 +2,7 @@
 """Observe how an MCP Streamable HTTP server behaves on resumption (stdlib only).
 
     python3 interop/observe.py URL [--version 2025-11-25] [--size BYTES]
+    python3 interop/observe.py URL --cross-session
 
 Opens a session, calls `big_result` and cuts its own connection in the middle of the result
 event, then resumes with `Last-Event-ID` (the last complete event's id); calls `progress` (with a
@@ -9,6 +10,10 @@ delay between notifications) and cuts at an event boundary, then resumes; finall
 id the server never sent. Prints what came back each time: status, the events (id, size, first
 bytes), and whether the replay continued strictly after the id. The table in interop/README.md was
 written from its output.
+
+`--cross-session`: two sessions whose first calls both have JSON-RPC id 1; session A is cut after
+its priming event while session B's call completes; A resumes and the script shows whether B's
+response came back on A's stream (it does with `py/server.py --shared-store`).
 """
 
 from __future__ import annotations
@@ -167,7 +172,11 @@ def main() -> int:
     p.add_argument("url")
     p.add_argument("--version", default="2025-11-25")
     p.add_argument("--size", type=int, default=1 << 20)
+    p.add_argument("--cross-session", action="store_true")
     a = p.parse_args()
+
+    if a.cross_session:
+        return cross_session(a.url, a.version)
 
     s = Session(a.url, a.version)
     init = s.initialize()
@@ -209,6 +218,31 @@ def main() -> int:
     status, headers, body = s.resume("never-sent-0", read_for=2.0)
     print(f"unknown id: {status} {headers.get('content-type')}, {headers['ending']}: {show(parse(body)) or body[:200]!r}")
     return 0
+
+
+def cross_session(url: str, version: str) -> int:
+    a = Session(url, version)
+    a.initialize()
+    b = Session(url, version)
+    b.initialize()
+    c, r = a.call("progress", {"count": 3, "delay_ms": 300})
+    got = read_until(r, lambda x: x.replace(b"\r", b"").count(b"\n\n") >= 1, 1 << 20)
+    c.close()
+    evs = parse(got)
+    print(f"A (id 1, progress) cut after: {show(evs)}")
+    c, r = b.call("echo", {"text": "this is B's answer"})
+    print(f"B (id 1, echo): {show(parse(r.read()))}")
+    c.close()
+    time.sleep(1.5)
+    status, headers, body = a.resume(evs[0]["id"], read_for=1.5)
+    print(f"A resumes: {status}, {headers['ending']}: {show(parse(body))}")
+    foreign = False
+    for e in parse(body):
+        if "partial" not in e and e["data"]:
+            print(f"    {e['data'][:160]}")
+            foreign |= "B's answer" in e["data"]
+    print("B's response reached A's stream" if foreign else "A's stream carried only A's events")
+    return 1 if foreign else 0
 
 
 if __name__ == "__main__":
