@@ -740,7 +740,9 @@ async fn python_sdk_stateless() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_classifies_each_sdk() {
     use ssegate::probe::{IdScheme, ProbeConfig, probe};
-    let cases: [(Sdk, &[&str], [&str; 2], bool, bool); 5] = [
+    // (server, flags, behaviour mid-event and at a boundary, priming, resumable)
+    type Case = (Sdk, &'static [&'static str], [&'static str; 2], bool, bool);
+    let cases: [Case; 5] = [
         (Sdk::Ts, &[], ["replays-event", "continues"], true, true),
         (Sdk::Py, &[], ["replays-event", "continues"], true, true),
         (Sdk::Py, &["--forgetful"], ["empty", "empty"], true, false),
