@@ -791,3 +791,40 @@ async fn probe_classifies_each_sdk() {
         assert_eq!(report.server.id_scheme, scheme, "{}", server.label);
     }
 }
+
+/// A response cut before its HTTP head was complete (the request was sent, the tool ran): nothing
+/// can be resumed. `big_result` (readOnlyHint) is re-issued on a new session; `charge` is refused
+/// as `OutcomeUnknown`, and ran once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_cut_before_its_head() {
+    for sdk in [Sdk::Ts, Sdk::Py] {
+        let Some(mut rig) = Rig::new(sdk, &[]).await else {
+            continue;
+        };
+        let label = rig.label().to_owned();
+        for cut in [0, 12, 60] {
+            let case = format!("cut at byte {cut} of the head");
+            let r = rig
+                .call_cut(Some(cut), "big_result", json!({"size": 4096}))
+                .await;
+            let r = assert_big(&label, &case, r, 4096);
+            assert_eq!(
+                r.outcome.renegotiations, 1,
+                "{label}: {case}: {:?}",
+                r.outcome
+            );
+            let before = rig.count().await;
+            match rig.call_cut(Some(cut), "charge", json!({})).await {
+                Err(ClientError::OutcomeUnknown { method, .. }) => {
+                    assert_eq!(method, "tools/call charge", "{label}: {case}");
+                }
+                other => panic!("{label}: {case}: charge: {other:?}"),
+            }
+            assert_eq!(
+                rig.count().await,
+                before + 1,
+                "{label}: {case}: charge re-run"
+            );
+        }
+    }
+}
