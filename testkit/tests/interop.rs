@@ -417,6 +417,11 @@ struct Rig {
 
 impl Rig {
     async fn new(sdk: Sdk, flags: &[&str]) -> Option<Rig> {
+        Rig::with(sdk, flags, |_| {}).await
+    }
+
+    /// A rig whose client settings `adjust` changes.
+    async fn with(sdk: Sdk, flags: &[&str], adjust: impl FnOnce(&mut ClientConfig)) -> Option<Rig> {
         let server = start(sdk, flags)?;
         let mut proxy = ProxyConfig::default();
         proxy.accept_delay(Duration::from_millis(50));
@@ -427,6 +432,7 @@ impl Rig {
             .reuse_connections(false)
             .replay_timeout(Duration::from_secs(5))
             .handler(Arc::new(notes.clone()));
+        adjust(&mut config);
         let url = format!("http://{}/mcp", proxy.addr());
         let client = Client::connect(&url, config)
             .await
@@ -826,5 +832,44 @@ async fn response_cut_before_its_head() {
                 "{label}: {case}: charge re-run"
             );
         }
+    }
+}
+
+/// Offered 2025-06-18, neither SDK sends a priming event: the result is the first event of its
+/// stream, and a cut inside it leaves no id to resume from. Why the client offers 2025-11-25.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_2025_06_18_cannot_resume_a_cut_result() {
+    for sdk in [Sdk::Ts, Sdk::Py] {
+        let Some(mut rig) = Rig::with(sdk, &[], |c| {
+            c.protocol_version("2025-06-18");
+        })
+        .await
+        else {
+            continue;
+        };
+        let label = rig.label().to_owned();
+        assert_eq!(rig.client.protocol_version().as_deref(), Some("2025-06-18"));
+        let l = rig.layout("big_result", json!({"size": SIZE}), false).await;
+        assert_eq!(
+            l.events.len(),
+            1,
+            "{label}: no priming event: {:?}",
+            l.events
+        );
+        let r = rig
+            .call_cut(Some(SIZE as u64 / 2), "big_result", json!({"size": SIZE}))
+            .await;
+        let r = assert_big(&label, "2025-06-18", r, SIZE);
+        assert_eq!(r.outcome.renegotiations, 1, "{label}: {:?}", r.outcome);
+        let before = rig.count().await;
+        let e = rig
+            .call_cut(Some(SIZE as u64 / 2), "charge", json!({"size": SIZE}))
+            .await
+            .expect_err("nothing to resume from");
+        assert!(
+            matches!(e, ClientError::OutcomeUnknown { .. }),
+            "{label}: {e}"
+        );
+        assert_eq!(rig.count().await, before + 1, "{label}: charge re-run");
     }
 }
