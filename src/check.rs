@@ -230,13 +230,14 @@ pub fn check(
 }
 
 /// Like [`check`], around a guard the caller built and inspects afterwards (its expected
-/// responses, settings and state are used as they are).
+/// responses, settings and state are used as they are; `config`'s guard settings are not).
 pub fn check_guard(
     connections: &[Connection],
+    config: &resume::Config,
     guard: &mut Guard,
     on_step: impl FnMut(Step<'_>),
 ) -> Summary {
-    let mut stream = resume::Config::default().build_with_guard(std::mem::take(guard));
+    let mut stream = config.build_with_guard(std::mem::take(guard));
     let summary = run(connections, &mut stream, on_step);
     *guard = stream.into_guard();
     summary
@@ -321,5 +322,6 @@ pub fn describe_skip(skip: &Skip) -> String {
             format!("skip: duplicate response to request {rpc_id}")
         }
         Skip::KeepAlive => "skip: keep-alive".to_string(),
+        Skip::ErrorFrame { .. } => "skip: event: error frame with no JSON message".to_string(),
     }
 }

@@ -2,38 +2,76 @@
 //!
 //! Feed it, in order, what happens to one SSE response stream and its resumptions: each dispatched
 //! [`Event`] ([`Guard::on_event`]), each connection end ([`Guard::on_disconnect`], with the decoder's
-//! partial event), each reconnect response ([`Guard::on_reconnect`]) and a replay timeout
-//! ([`Guard::on_replay_timeout`]). Every call returns a decision or a typed [`TornBoundary`]; once it
-//! has refused, the guard keeps refusing with the same error until [`Guard::reset`]. It never hands
-//! out a message that is not exactly one complete JSON value, and never continues a resumed stream
-//! it cannot prove continues the one that was cut.
+//! partial event), each reconnect response ([`Guard::on_reconnect`]), a replay timeout
+//! ([`Guard::on_replay_timeout`]) and an event the decoder dropped over a limit
+//! ([`Guard::on_decode_error`]). Every call returns a decision or a typed [`TornBoundary`]; once it
+//! has refused (any refusal but [`Torn::Busy`] and [`Torn::DecodeLimit`]), the guard keeps refusing
+//! with the same error until [`Guard::reset`]. It never hands out a message that is not exactly
+//! one complete JSON value, and never continues a resumed stream when the evidence says it is not
+//! the one that was cut.
 //!
-//! One guard serves one stream: a POST response stream and its `GET` + `Last-Event-ID` resumptions.
-//! Event ids are opaque strings; the guard orders them only when both ids have the same numeric
-//! shape and stream part (`17`, `17/req-3`, `stream-17`), and deduplicates by id and content hash
-//! for every id shape.
+//! One guard serves one stream: a POST response stream and its `GET` + `Last-Event-ID` resumptions,
+//! or the standalone `GET` stream. The streams of one MCP session share a [`Registry`] of the
+//! requests still outstanding and of the responses already delivered.
+//!
+//! # Decisions on evidence
+//!
+//! A false refusal makes the client renegotiate and re-issue the call (the tool runs twice), so the
+//! guard refuses a resumed stream only on evidence:
+//!
+//! - the interrupted event's id was known and the first message after the resume carries another
+//!   id ([`Torn::Gap`]);
+//! - an id already delivered comes back with other content, a message already delivered comes back
+//!   under a new id as the first message after a resume, or the ids of a stream that has shown one
+//!   numbered shape consistently go backwards or name another stream after a resume
+//!   ([`Torn::StreamRestarted`] with its [`Restart`] reason);
+//! - a second, different response to an answered request anywhere in the session
+//!   ([`Torn::DuplicateResponse`]);
+//! - a resumed connection that brings no event at all (ends, or stays silent for the replay
+//!   timeout) while a response is outstanding ([`Torn::ReplayMissed`]).
+//!
+//! Event ids are opaque: they are compared for equality (as seeded hashes) and ordered only once a
+//! stream's message ids have shown one numbered shape (`17`, `17/<stream>`, `<stream>-17`,
+//! `<ms>-<seq>`) at least twice, strictly increasing on one stream part. Numbers need not be
+//! contiguous (MCP servers may number all streams of a session with one counter); "exactly
+//! `cursor + 1`" is required only with [`Config::contiguous_ids`]. A priming event (empty data, an
+//! id) moves the cursor and proves nothing either way, wherever it comes.
+//!
+//! # `event: error`
+//!
+//! An `event: error` frame is the server's refusal to resume only as the answer to a resume: the
+//! first event of a resumed connection ([`Torn::ReplayUnavailable`], with the reconnect response's
+//! `Retry-After`, if any). Elsewhere it is not JSON-RPC by its type alone: one whose data is a
+//! complete JSON value is judged like any other event (and delivered with its event type), any
+//! other is skipped ([`Skip::ErrorFrame`]). Its data is never searched for a delay.
 #![forbid(unsafe_code)]
 
-use std::collections::{HashMap, VecDeque};
+mod ids;
+mod registry;
+
 use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
 use smallvec::SmallVec;
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 use crate::gate::{Gate, Verdict};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};
-use crate::sse::{Data, Decoder, Event, PartialEvent};
+use crate::sse::{Data, DecodeError, Decoder, Event, PartialEvent};
+
+use ids::{Shape, Window, not_next, random_seed};
+pub use registry::Registry;
+use registry::Response;
 
 /// What the guard does with a cut that happened while an event was half received.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Policy {
     /// Refuse any reconnect while a partial event was held ([`Torn::PartialEvent`]).
     Strict,
-    /// Discard the partial event, resume, and verify the replay: the first replayed event must be
-    /// the interrupted one (when its id was seen) or `cursor + 1` (numeric ids); an id already
-    /// delivered must carry identical content.
+    /// Discard the partial event, resume, and verify the replay: the first replayed message must
+    /// be the interrupted one (when its id was seen); an id already delivered must carry identical
+    /// content.
     #[default]
     Verified,
 }
@@ -45,6 +83,8 @@ pub struct Config {
     window: usize,
     replay_timeout: Duration,
     default_retry: Duration,
+    contiguous_ids: bool,
+    registry: Option<Registry>,
 }
 
 impl Default for Config {
@@ -54,6 +94,8 @@ impl Default for Config {
             window: 4096,
             replay_timeout: Duration::from_secs(10),
             default_retry: Duration::from_secs(1),
+            contiguous_ids: false,
+            registry: None,
         }
     }
 }
@@ -65,8 +107,9 @@ impl Config {
         self
     }
 
-    /// How many recent event ids (and JSON-RPC response ids) are remembered with their content
-    /// hash for replay deduplication (default 4096, at least 1).
+    /// How many recent event ids are remembered with their content hash for replay deduplication
+    /// (default 4096, at least 1; a few words each, whatever the id's length). A private
+    /// [`Registry`] remembers as many answered request ids.
     pub fn window(&mut self, ids: usize) -> &mut Self {
         self.window = ids.max(1);
         self
@@ -85,8 +128,28 @@ impl Config {
         self
     }
 
+    /// Whether the server numbers each stream contiguously (default `false`). When set, the first
+    /// new event after a resume whose id has the cursor's numbered shape must be exactly
+    /// `cursor + 1`, else [`Torn::Gap`]. Leave it off for servers that number all the streams of a
+    /// session with one counter (MCP only requires ids to be unique across a session).
+    pub fn contiguous_ids(&mut self, contiguous: bool) -> &mut Self {
+        self.contiguous_ids = contiguous;
+        self
+    }
+
+    /// The session registry this guard shares with the session's other streams (default: a
+    /// private one per guard, with [`Config::window`] answered ids).
+    pub fn registry(&mut self, registry: Registry) -> &mut Self {
+        self.registry = Some(registry);
+        self
+    }
+
     /// A guard with these settings.
     pub fn build(&self) -> Guard {
+        let registry = self
+            .registry
+            .clone()
+            .unwrap_or_else(|| Registry::with_window(self.window));
         Guard {
             config: self.clone(),
             gate: Gate::new(),
@@ -94,10 +157,12 @@ impl Config {
             cursor: None,
             last_seen_id: Bytes::new(),
             retry: None,
-            recent: Window::default(),
-            answered: HashMap::new(),
-            answered_order: VecDeque::new(),
-            outstanding: SmallVec::new(),
+            recent: Window::new(random_seed()),
+            shape: Shape::default(),
+            registry,
+            mine: SmallVec::new(),
+            conn: Connection::default(),
+            ever_resumed: false,
             stats: Stats::default(),
         }
     }
@@ -117,6 +182,7 @@ pub enum Decision {
 
 /// A message the guard let through.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Delivery {
     /// The message: exactly one complete JSON value, still pointing into the input chunks.
     pub message: Message,
@@ -130,23 +196,31 @@ pub struct Delivery {
 
 /// Why an event was not delivered.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Skip {
     /// The id was already delivered with identical content: a replay.
     ExactReplay {
         /// The replayed event id.
         id: Bytes,
     },
-    /// A second, identical response to a request that was already answered.
+    /// A second, identical response to a request that was already answered in the session.
     DuplicateResponse {
         /// The JSON-RPC request id.
         rpc_id: RpcId,
     },
     /// An event with empty data and no id of its own: nothing to do.
     KeepAlive,
+    /// An `event: error` frame that is not the answer to a resume and whose data is not a
+    /// complete JSON value: it carries no message (see the [module docs](self)).
+    ErrorFrame {
+        /// Its own id, if it had one (the cursor does not move to it).
+        id: Option<Bytes>,
+    },
 }
 
 /// Where to reconnect after a connection end.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Resume {
     /// The `Last-Event-ID` to send (the cursor), `None` when no id was ever received.
     pub last_event_id: Option<Bytes>,
@@ -154,7 +228,9 @@ pub struct Resume {
     pub delay: Duration,
     /// The partial event that was discarded (never completed by a later connection).
     pub discarded: Option<PartialEvent>,
-    /// Whether a response is still outstanding (without one, reconnecting is optional).
+    /// Whether a response this stream must deliver is still outstanding in the session (without
+    /// one, reconnecting is optional: a response that arrived on another stream of the session
+    /// counts as delivered).
     pub needed: bool,
 }
 
@@ -187,7 +263,7 @@ impl ConnectionEnd {
 pub struct ReconnectResponse {
     /// HTTP status code.
     pub status: u16,
-    /// The `Retry-After` header, if present and in seconds.
+    /// The `Retry-After` header, if present.
     pub retry_after: Option<Duration>,
     /// The `Content-Type` header, if present.
     pub content_type: Option<String>,
@@ -202,7 +278,7 @@ pub struct Stats {
     pub delivered: u64,
     /// Bytes of delivered messages.
     pub delivered_bytes: u64,
-    /// Events skipped as exact replays or duplicate responses.
+    /// Events skipped as exact replays, duplicate responses or error frames.
     pub skipped: u64,
     /// Partial events discarded at cuts.
     pub discarded_partials: u64,
@@ -214,13 +290,42 @@ pub struct Stats {
 
 /// The guard refused: what happened, where the stream stood, and what is still unanswered.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TornBoundary {
     /// What went wrong, with the numbers.
     pub kind: Torn,
     /// The cursor (last fully processed event id) at the refusal.
     pub cursor: Option<Bytes>,
-    /// Requests still waiting for a response: re-issue them after renegotiating.
+    /// Requests this stream still had to deliver: re-issue them (after renegotiating when
+    /// [`TornBoundary::must_renegotiate`]).
     pub outstanding: Vec<RpcId>,
+}
+
+/// Which evidence showed that the server restarted the stream instead of resuming it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Restart {
+    /// An id already delivered came back with different content.
+    IdReused,
+    /// In a stream whose ids showed one numbered shape, an id at or before the highest one seen
+    /// (and no longer in the replay window), after a resume.
+    Backwards,
+    /// In a stream whose ids showed one numbered shape, an id of that shape naming another
+    /// stream part, after a resume.
+    OtherStream,
+    /// The first message after a resume is one already delivered, under a new id.
+    MessageRepeated,
+}
+
+impl fmt::Display for Restart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Restart::IdReused => "reuses an id already delivered with different content",
+            Restart::Backwards => "goes back to or before the highest id of this numbered stream",
+            Restart::OtherStream => "belongs to another stream than this numbered stream",
+            Restart::MessageRepeated => "re-sends a message already delivered under a new id",
+        })
+    }
 }
 
 /// The refusals, one per row of the decision table.
@@ -256,13 +361,12 @@ pub enum Torn {
         /// Data bytes.
         bytes: usize,
     },
-    /// The server is not continuing the stream that was cut: an id was reused with other content,
-    /// went backwards, changed stream, or a fresh stream (priming event) started.
+    /// The server is not continuing the stream that was cut.
     StreamRestarted {
-        /// The id that shows it.
-        got: Bytes,
-        /// Which check fired.
-        why: &'static str,
+        /// The id of the event that shows it (`None`: it had none).
+        got: Option<Bytes>,
+        /// Which evidence.
+        why: Restart,
     },
     /// A second, different response to an already-answered request.
     DuplicateResponse {
@@ -273,14 +377,16 @@ pub enum Torn {
     },
     /// The replay does not start where the cut stream stopped.
     Gap {
-        /// The id the first replayed event had to carry.
-        expected: String,
+        /// The id the first replayed event had to carry: the interrupted event's, or `cursor + 1`
+        /// with [`Config::contiguous_ids`]. (Boxed, not `Bytes`, to keep the error small.)
+        expected: Box<[u8]>,
         /// The id it carried (`None`: no id).
         got: Option<Bytes>,
     },
     /// `404` on reconnect: the session is gone.
     SessionExpired,
-    /// `409`/`410` on reconnect, or an `event: error` frame: the server cannot replay.
+    /// `409`/`410` on reconnect, or an `event: error` frame as the answer to a resume: the server
+    /// cannot replay.
     ReplayUnavailable {
         /// The status code; `None` for an `event: error` frame.
         status: Option<u16>,
@@ -315,17 +421,20 @@ pub enum Torn {
         /// The content type.
         content_type: Option<String>,
     },
-    /// The decoder dropped an event over one of its limits: the message is lost.
+    /// The decoder dropped an event over one of its limits: whatever message it carried is lost.
+    /// The guard does not fail: the stream goes on at the next event, as the decoder does.
     DecodeLimit {
-        /// The decoder's error, as text.
-        error: String,
+        /// The decoder's error.
+        error: DecodeError,
     },
 }
 
 impl TornBoundary {
     /// Whether the caller must open a new session (new `initialize`, new `Mcp-Session-Id`) and
-    /// re-issue the outstanding requests. `Busy` only asks to retry the same resume later, and a
-    /// decoder limit asks for a larger limit; every other refusal means the stream is lost.
+    /// re-issue the outstanding requests. `Busy` only asks to retry the same resume later; a
+    /// decoder limit loses one event on a healthy stream (a request whose response it was stays in
+    /// [`TornBoundary::outstanding`]: re-issue it with a larger limit, on the same session); every
+    /// other refusal means the stream is lost.
     pub fn must_renegotiate(&self) -> bool {
         !matches!(self.kind, Torn::Busy { .. } | Torn::DecodeLimit { .. })
     }
@@ -340,7 +449,6 @@ impl TornBoundary {
         }
     }
 }
-
 fn show(id: &[u8]) -> String {
     format!("{:?}", String::from_utf8_lossy(id))
 }
@@ -380,7 +488,7 @@ impl fmt::Display for Torn {
                 write!(
                     f,
                     "the server restarted the stream instead of resuming it: event {} {why}",
-                    show(got)
+                    show_opt(got)
                 )
             }
             Torn::DuplicateResponse { rpc_id, event_id } => write!(
@@ -390,7 +498,8 @@ impl fmt::Display for Torn {
             ),
             Torn::Gap { expected, got } => write!(
                 f,
-                "the replay does not continue the stream: expected event {expected}, got {}",
+                "the replay does not continue the stream: expected event {}, got {}",
+                show(expected),
                 show_opt(got)
             ),
             Torn::SessionExpired => write!(f, "the session is gone (404 on reconnect)"),
@@ -484,45 +593,26 @@ impl std::error::Error for TornBoundary {}
 enum Phase {
     /// Events continue the stream in place.
     Streaming,
-    /// A reconnect was allowed; no new event has been accepted since (exact replays do not count).
-    Resuming {
-        /// The interrupted event's id, when its `id:` line had arrived.
+    /// A reconnect was allowed and no new message has been accepted since (priming events and
+    /// exact replays do not count): the first one must show that the stream continues.
+    Verifying {
+        /// The interrupted event's id, when its `id:` line had arrived: the first new message
+        /// must carry it.
         partial_id: Option<Bytes>,
     },
     /// The guard refused; it keeps refusing with the same error.
     Failed(Box<TornBoundary>),
 }
 
-/// Recent event ids with their content hash, bounded.
-///
-/// Keyed by a hash of the id rather than the id itself: an id is a slice of its input chunk, and
-/// holding thousands of them would keep thousands of chunks alive.
-#[derive(Debug, Default)]
-struct Window {
-    order: VecDeque<u64>,
-    hashes: HashMap<u64, u64>,
-}
-
-fn id_key(id: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(id)
-}
-
-impl Window {
-    fn get(&self, id: &[u8]) -> Option<u64> {
-        self.hashes.get(&id_key(id)).copied()
-    }
-
-    fn insert(&mut self, id: &[u8], hash: u64, cap: usize) {
-        let key = id_key(id);
-        if self.hashes.insert(key, hash).is_none() {
-            self.order.push_back(key);
-            while self.order.len() > cap {
-                if let Some(old) = self.order.pop_front() {
-                    self.hashes.remove(&old);
-                }
-            }
-        }
-    }
+/// The current connection.
+#[derive(Clone, Debug, Default)]
+struct Connection {
+    /// It is a resume (`GET` + `Last-Event-ID`), not the stream's first connection.
+    resumed: bool,
+    /// Events with an id or data it brought (keep-alives excluded).
+    events: u64,
+    /// The `Retry-After` of the response that opened it.
+    retry_after: Option<Duration>,
 }
 
 /// The resumption guard. See the [module docs](self).
@@ -536,9 +626,12 @@ pub struct Guard {
     last_seen_id: Bytes,
     retry: Option<Duration>,
     recent: Window,
-    answered: HashMap<RpcId, u64>,
-    answered_order: VecDeque<RpcId>,
-    outstanding: SmallVec<[RpcId; 2]>,
+    shape: Shape,
+    registry: Registry,
+    /// The requests whose responses this stream is expected to deliver.
+    mine: SmallVec<[RpcId; 2]>,
+    conn: Connection,
+    ever_resumed: bool,
     stats: Stats,
 }
 
@@ -548,86 +641,19 @@ impl Default for Guard {
     }
 }
 
-/// Content hash of an event's data: xxh3 over the segments, no copy.
+/// Content hash of an event's data: xxh3 over the segments, no copy, the same for any chunking.
 fn content_hash(data: &Data) -> u64 {
-    let mut h = Xxh3::new();
-    for chunk in data.chunks() {
-        h.update(chunk);
+    match data.segments() {
+        [] => xxh3_64(b""),
+        [one] => xxh3_64(one),
+        _ => {
+            let mut h = Xxh3::new();
+            for chunk in data.chunks() {
+                h.update(chunk);
+            }
+            h.digest()
+        }
     }
-    h.digest()
-}
-
-/// The ordered part of an event id: `17`, `17/<stream>` (rmcp) or `<stream>-17`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct SeqId<'a> {
-    shape: u8,
-    stream: &'a [u8],
-    n: u64,
-}
-
-fn digits(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 19 || !b.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(b.iter().fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0')))
-}
-
-fn seq_id(id: &[u8]) -> Option<SeqId<'_>> {
-    if let Some(n) = digits(id) {
-        return Some(SeqId {
-            shape: 0,
-            stream: b"",
-            n,
-        });
-    }
-    if let Some(slash) = id.iter().position(|&b| b == b'/')
-        && let Some(n) = digits(&id[..slash])
-    {
-        return Some(SeqId {
-            shape: 1,
-            stream: &id[slash + 1..],
-            n,
-        });
-    }
-    let dash = id.iter().rposition(|&b| b == b'-')?;
-    let n = digits(&id[dash + 1..])?;
-    (dash > 0).then_some(SeqId {
-        shape: 2,
-        stream: &id[..dash],
-        n,
-    })
-}
-
-/// How `id` relates to `cursor` when both are ordered ids of the same shape.
-enum Order {
-    /// Same shape and stream: the sequence numbers.
-    Same { cursor: u64, got: u64 },
-    /// Same shape, different stream part: another stream.
-    OtherStream,
-    /// Not comparable (opaque ids).
-    Opaque,
-}
-
-fn order(cursor: &[u8], id: &[u8]) -> Order {
-    match (seq_id(cursor), seq_id(id)) {
-        (Some(c), Some(g)) if c.shape == g.shape && c.stream == g.stream => Order::Same {
-            cursor: c.n,
-            got: g.n,
-        },
-        (Some(c), Some(g)) if c.shape == g.shape => Order::OtherStream,
-        _ => Order::Opaque,
-    }
-}
-
-fn next_id(cursor: &[u8]) -> Option<String> {
-    let s = seq_id(cursor)?;
-    let n = s.n.checked_add(1)?;
-    let stream = String::from_utf8_lossy(s.stream);
-    Some(match s.shape {
-        0 => n.to_string(),
-        1 => format!("{n}/{stream}"),
-        _ => format!("{stream}-{n}"),
-    })
 }
 
 impl Guard {
@@ -641,16 +667,26 @@ impl Guard {
         Config::default()
     }
 
-    /// Registers a request whose response this stream must deliver.
+    /// Registers a request whose response this stream must deliver (and, in the session's
+    /// [`Registry`], as outstanding).
     pub fn expect_response(&mut self, id: RpcId) {
-        if !self.outstanding.contains(&id) {
-            self.outstanding.push(id);
+        if !self.mine.contains(&id) {
+            self.mine.push(id.clone());
         }
+        self.registry.expect(id);
     }
 
-    /// Requests still waiting for their response.
-    pub fn outstanding(&self) -> &[RpcId] {
-        &self.outstanding
+    /// The session registry this guard uses.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Requests this stream must still deliver: registered with [`Guard::expect_response`] and not
+    /// answered anywhere in the session (nor forgotten).
+    pub fn outstanding(&self) -> Vec<RpcId> {
+        let mut mine = self.mine.clone();
+        self.registry.retain_outstanding(&mut mine);
+        mine.into_vec()
     }
 
     /// The last fully processed event id: the `Last-Event-ID` to resume from.
@@ -668,9 +704,10 @@ impl Guard {
         self.config.replay_timeout
     }
 
-    /// Whether a reconnect was allowed and no new event has been accepted since.
+    /// Whether the current connection is a resume that has not brought an event yet: the replay
+    /// timeout runs ([`Guard::on_replay_timeout`]).
     pub fn is_resuming(&self) -> bool {
-        matches!(self.phase, Phase::Resuming { .. })
+        self.conn.resumed && self.conn.events == 0 && !matches!(self.phase, Phase::Failed(_))
     }
 
     /// The refusal the guard is stuck on, if any.
@@ -687,20 +724,33 @@ impl Guard {
     }
 
     /// Forgets the stream (after a renegotiation): cursor, dedup windows and the refusal. Keeps
-    /// the settings and the outstanding requests, which the caller re-issues.
+    /// the settings and the requests this stream had to deliver, which the caller re-issues. A
+    /// private registry starts afresh with them; a shared one is kept as it is.
     pub fn reset(&mut self) {
-        let outstanding = std::mem::take(&mut self.outstanding);
+        let mine = self.outstanding();
+        let registry = self.registry.clone();
         *self = self.config.build();
-        self.outstanding = outstanding;
+        if self.config.registry.is_none() {
+            registry.clear();
+        }
+        self.registry = registry;
+        for id in mine {
+            self.expect_response(id);
+        }
+    }
+
+    #[cold]
+    fn boundary(&self, kind: Torn) -> TornBoundary {
+        TornBoundary {
+            kind,
+            cursor: self.cursor.clone(),
+            outstanding: self.outstanding(),
+        }
     }
 
     #[cold]
     fn refuse(&mut self, kind: Torn) -> TornBoundary {
-        let err = TornBoundary {
-            kind,
-            cursor: self.cursor.clone(),
-            outstanding: self.outstanding.to_vec(),
-        };
+        let err = self.boundary(kind);
         self.phase = Phase::Failed(Box::new(err.clone()));
         err
     }
@@ -710,6 +760,13 @@ impl Guard {
             Phase::Failed(e) => Err((**e).clone()),
             _ => Ok(()),
         }
+    }
+
+    /// Whether a response this stream must deliver is still outstanding in the session; drops
+    /// the ones answered elsewhere or forgotten.
+    fn needed(&mut self) -> bool {
+        self.registry.retain_outstanding(&mut self.mine);
+        !self.mine.is_empty()
     }
 
     /// Gates `event`'s data itself and decides. See [`Guard::on_event_with_verdict`].
@@ -731,56 +788,97 @@ impl Guard {
     ) -> Result<Decision, TornBoundary> {
         self.check_failed()?;
         self.stats.events += 1;
-        self.last_seen_id = event.id.clone();
-        if event.event.as_deref() == Some(b"error".as_slice()) {
-            let retry_after = error_frame_retry(&event.data);
-            return Err(self.refuse(Torn::ReplayUnavailable {
-                status: None,
-                retry_after,
-            }));
+        if self.last_seen_id != event.id {
+            self.last_seen_id = event.id.clone();
         }
         if let Some(ms) = event.retry {
             self.retry = Some(Duration::from_millis(ms));
         }
         let own_id = (event.has_own_id && !event.id.is_empty()).then(|| event.id.clone());
-        let hash = content_hash(&event.data);
-
-        if let Some(id) = &own_id {
-            if let Some(seen) = self.recent.get(id) {
-                if seen == hash {
-                    self.stats.skipped += 1;
-                    return Ok(Decision::Skip(Skip::ExactReplay { id: id.clone() }));
-                }
-                return Err(self.refuse(Torn::StreamRestarted {
-                    got: id.clone(),
-                    why: "reuses an id already delivered with different content",
+        if event.event.as_deref() == Some(b"error".as_slice()) {
+            if self.conn.resumed && self.conn.events == 0 {
+                return Err(self.refuse(Torn::ReplayUnavailable {
+                    status: None,
+                    retry_after: self.conn.retry_after,
                 }));
             }
-            if let Some(cursor) = &self.cursor
-                && let Order::Same { cursor: c, got } = order(cursor, id)
-                && got <= c
-            {
-                return Err(self.refuse(Torn::StreamRestarted {
-                    got: id.clone(),
-                    why: "goes back to or before the cursor with content not seen recently",
-                }));
+            if event.data.is_empty() || verdict != Verdict::Complete {
+                self.stats.skipped += 1;
+                return Ok(Decision::Skip(Skip::ErrorFrame { id: own_id }));
             }
         }
-        if let Phase::Resuming { partial_id, .. } = &self.phase {
+        let Some(id) = own_id.as_ref().filter(|_| event.data.is_empty()) else {
+            if event.data.is_empty() {
+                return Ok(Decision::Skip(Skip::KeepAlive));
+            }
+            return self.on_message(event, verdict, own_id);
+        };
+        // A priming event: it moves the cursor and proves nothing, wherever it comes.
+        self.conn.events += 1;
+        let hash = content_hash(&event.data);
+        if let Some(seen) = self.recent.get(id) {
+            return self.replayed(id, seen, hash);
+        }
+        if matches!(self.phase, Phase::Verifying { .. }) {
+            self.check_contiguous(id)?;
+        }
+        self.recent.insert(id, hash, false, self.config.window);
+        self.cursor = own_id.clone();
+        Ok(Decision::Cursor(id.clone()))
+    }
+
+    /// An id already remembered: an exact replay, or a restart.
+    fn replayed(&mut self, id: &Bytes, seen: u64, hash: u64) -> Result<Decision, TornBoundary> {
+        if seen == hash {
+            self.stats.skipped += 1;
+            return Ok(Decision::Skip(Skip::ExactReplay { id: id.clone() }));
+        }
+        Err(self.refuse(Torn::StreamRestarted {
+            got: Some(id.clone()),
+            why: Restart::IdReused,
+        }))
+    }
+
+    /// With [`Config::contiguous_ids`], a new id after a resume must be `cursor + 1`.
+    fn check_contiguous(&mut self, id: &Bytes) -> Result<(), TornBoundary> {
+        if !self.config.contiguous_ids {
+            return Ok(());
+        }
+        let expected = self.cursor.as_deref().and_then(|c| not_next(c, id));
+        match expected {
+            Some(expected) => Err(self.refuse(Torn::Gap {
+                expected: expected.to_vec().into_boxed_slice(),
+                got: Some(id.clone()),
+            })),
+            None => Ok(()),
+        }
+    }
+
+    fn on_message(
+        &mut self,
+        event: Event,
+        verdict: Verdict,
+        own_id: Option<Bytes>,
+    ) -> Result<Decision, TornBoundary> {
+        self.conn.events += 1;
+        let hash = content_hash(&event.data);
+        if let Some(id) = &own_id
+            && let Some(seen) = self.recent.get(id)
+        {
+            return self.replayed(id, seen, hash);
+        }
+        if let Phase::Verifying { partial_id } = &self.phase {
             let partial_id = partial_id.clone();
-            self.verify_resume(partial_id, own_id.as_ref(), event.data.is_empty())?;
+            self.verify_first(partial_id, own_id.as_ref(), hash)?;
             self.phase = Phase::Streaming;
         }
-
-        if event.data.is_empty() {
-            return Ok(match own_id {
-                Some(id) => {
-                    // Remembered like any event, so a server that re-sends it on resume is an exact replay.
-                    self.remember(Some(id.clone()), hash);
-                    Decision::Cursor(id)
-                }
-                None => Decision::Skip(Skip::KeepAlive),
-            });
+        if let Some(id) = &own_id
+            && let Some(why) = self.shape.observe(id, self.ever_resumed)
+        {
+            return Err(self.refuse(Torn::StreamRestarted {
+                got: own_id.clone(),
+                why,
+            }));
         }
         let bytes = event.data.len();
         match verdict {
@@ -794,30 +892,21 @@ impl Guard {
         let message = Message::new(event.data);
         let rpc = message.jsonrpc_peek();
         if let (RpcKind::Response, Some(rpc_id)) = (rpc.kind, &rpc.id) {
-            match self.answered.get(rpc_id) {
-                Some(&seen) if seen == hash => {
+            match self.registry.answer(rpc_id, hash) {
+                Response::Identical => {
                     self.stats.skipped += 1;
                     self.remember(own_id, hash);
                     return Ok(Decision::Skip(Skip::DuplicateResponse {
                         rpc_id: rpc_id.clone(),
                     }));
                 }
-                Some(_) => {
+                Response::Different => {
                     return Err(self.refuse(Torn::DuplicateResponse {
                         rpc_id: rpc_id.clone(),
                         event_id: own_id,
                     }));
                 }
-                None => {
-                    self.answered.insert(rpc_id.clone(), hash);
-                    self.answered_order.push_back(rpc_id.clone());
-                    if self.answered_order.len() > self.config.window
-                        && let Some(old) = self.answered_order.pop_front()
-                    {
-                        self.answered.remove(&old);
-                    }
-                    self.outstanding.retain(|o| o != rpc_id);
-                }
+                Response::New | Response::Unrequested => self.mine.retain(|o| o != rpc_id),
             }
         }
         self.remember(own_id.clone(), hash);
@@ -833,66 +922,36 @@ impl Guard {
 
     fn remember(&mut self, own_id: Option<Bytes>, hash: u64) {
         if let Some(id) = own_id {
-            self.recent.insert(&id, hash, self.config.window);
+            self.recent.insert(&id, hash, true, self.config.window);
             self.cursor = Some(id);
         }
     }
 
-    /// The first new event after a resume must continue the stream that was cut.
-    fn verify_resume(
+    /// The first new message after a resume must continue the stream that was cut.
+    fn verify_first(
         &mut self,
         partial_id: Option<Bytes>,
         got: Option<&Bytes>,
-        priming: bool,
+        hash: u64,
     ) -> Result<(), TornBoundary> {
-        let cursor = self.cursor.clone();
-        let Some(got) = got else {
-            // An event without an id of its own cannot be placed; refuse only when a place was expected.
-            let expected = partial_id
-                .as_deref()
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-                .or_else(|| cursor.as_deref().and_then(next_id));
-            return match expected {
-                Some(expected) => Err(self.refuse(Torn::Gap {
-                    expected,
-                    got: None,
-                })),
-                None => Ok(()),
-            };
-        };
-        if partial_id.as_ref() == Some(got) {
+        if partial_id.is_some() && partial_id.as_ref() == got {
             return Ok(());
         }
-        let relation = cursor.as_deref().map_or(Order::Opaque, |c| order(c, got));
-        let restarted = match relation {
-            Order::OtherStream => Some("belongs to another stream"),
-            Order::Same { cursor: c, got: g } if g <= c => {
-                Some("goes back to or before the cursor")
-            }
-            _ if priming => Some("opens a fresh stream (a priming event) instead of replaying"),
-            _ => None,
-        };
-        if let Some(why) = restarted {
+        if self.recent.has_message(hash) {
             return Err(self.refuse(Torn::StreamRestarted {
-                got: got.clone(),
-                why,
+                got: got.cloned(),
+                why: Restart::MessageRepeated,
             }));
         }
-        if let Some(p) = partial_id {
+        if let Some(expected) = partial_id {
             return Err(self.refuse(Torn::Gap {
-                expected: String::from_utf8_lossy(&p).into_owned(),
-                got: Some(got.clone()),
+                expected: expected.to_vec().into_boxed_slice(),
+                got: got.cloned(),
             }));
         }
-        match relation {
-            Order::Same { cursor: c, got: g } if g != c + 1 => {
-                let expected = cursor.as_deref().and_then(next_id).unwrap_or_default();
-                Err(self.refuse(Torn::Gap {
-                    expected,
-                    got: Some(got.clone()),
-                }))
-            }
-            _ => Ok(()),
+        match got {
+            Some(id) => self.check_contiguous(id),
+            None => Ok(()),
         }
     }
 
@@ -903,12 +962,13 @@ impl Guard {
             self.retry = Some(Duration::from_millis(ms));
         }
         let partial = end.partial.filter(|p| p.bytes > 0);
+        let needed = self.needed();
+        if self.conn.resumed && self.conn.events == 0 && partial.is_none() && needed {
+            return Err(self.refuse(Torn::ReplayMissed { waited: None }));
+        }
         let mut partial_id = None;
         match &self.phase {
-            Phase::Resuming { .. } if partial.is_none() && !self.outstanding.is_empty() => {
-                return Err(self.refuse(Torn::ReplayMissed { waited: None }));
-            }
-            Phase::Resuming { partial_id: p } => partial_id = p.clone(),
+            Phase::Verifying { partial_id: p } => partial_id = p.clone(),
             // An id-only block after the last event committed an id the guard never saw as an event.
             Phase::Streaming if end.last_event_id != self.last_seen_id => {
                 self.cursor = (!end.last_event_id.is_empty()).then(|| end.last_event_id.clone());
@@ -925,11 +985,16 @@ impl Guard {
             }
             self.stats.discarded_partials += 1;
             self.stats.discarded_bytes += p.bytes;
-            if p.id.is_some() {
-                partial_id = p.id.clone();
+            // The interrupted event must come next only if it was a message (some data had
+            // arrived: a cut priming event proves nothing) and not the replay of an event already
+            // delivered.
+            if let Some(id) = &p.id
+                && p.data_len > 0
+                && self.recent.get(id).is_none()
+            {
+                partial_id = Some(id.clone());
             }
         }
-        let needed = !self.outstanding.is_empty();
         if self.cursor.is_none() && needed {
             let partial_bytes = partial.as_ref().map_or(0, |p| p.bytes);
             let partial_id = partial.and_then(|p| p.id);
@@ -938,7 +1003,12 @@ impl Guard {
                 partial_id,
             }));
         }
-        self.phase = Phase::Resuming { partial_id };
+        self.phase = Phase::Verifying { partial_id };
+        self.conn = Connection {
+            resumed: true,
+            ..Connection::default()
+        };
+        self.ever_resumed = true;
         self.stats.resumes += u64::from(needed);
         Ok(Resume {
             last_event_id: self.cursor.clone(),
@@ -955,6 +1025,7 @@ impl Guard {
             self.retry = Some(d);
         }
         let retry_after = response.retry_after;
+        self.conn.retry_after = retry_after;
         match response.status {
             200 => {
                 let is_sse = response
@@ -977,14 +1048,10 @@ impl Guard {
                 retry_after,
             })),
             // Transient: the same resume may be tried again, so the guard does not fail.
-            429 | 503 => Err(TornBoundary {
-                kind: Torn::Busy {
-                    status: response.status,
-                    retry_after,
-                },
-                cursor: self.cursor.clone(),
-                outstanding: self.outstanding.to_vec(),
-            }),
+            429 | 503 => Err(self.boundary(Torn::Busy {
+                status: response.status,
+                retry_after,
+            })),
             status => Err(self.refuse(Torn::UnexpectedResponse {
                 status,
                 content_type: response.content_type.clone(),
@@ -993,41 +1060,33 @@ impl Guard {
     }
 
     /// The resumed connection has brought no event for `waited` (at least the replay timeout).
+    /// Refuses when a response this stream must deliver is outstanding; a connection that brought
+    /// any event (a priming event included) is not waiting for its replay any more.
     pub fn on_replay_timeout(&mut self, waited: Duration) -> Result<(), TornBoundary> {
         self.check_failed()?;
-        match self.phase {
-            Phase::Resuming { .. } if !self.outstanding.is_empty() => {
-                Err(self.refuse(Torn::ReplayMissed {
-                    waited: Some(waited),
-                }))
-            }
-            _ => Ok(()),
+        if self.is_resuming() && self.needed() {
+            return Err(self.refuse(Torn::ReplayMissed {
+                waited: Some(waited),
+            }));
         }
+        Ok(())
     }
 
-    /// The decoder dropped an event over a limit: a message may be lost, so the guard refuses.
-    pub fn on_decode_error(&mut self, error: &crate::sse::DecodeError) -> TornBoundary {
+    /// The decoder dropped an event over a limit ([`Torn::DecodeLimit`]): reports the loss without
+    /// failing the guard. The decoder has resynchronised at the next blank line and the guard
+    /// goes on with the next event; the cursor stays where it was (at a disconnect it moves to the
+    /// dropped event's id if the decoder committed it, so a resume does not fetch it again).
+    /// After a resume, the dropped event is taken to be the replay of the interrupted one.
+    pub fn on_decode_error(&mut self, error: &DecodeError) -> TornBoundary {
         if let Err(e) = self.check_failed() {
             return e;
         }
-        self.refuse(Torn::DecodeLimit {
-            error: error.to_string(),
+        self.conn.events += 1;
+        if let Phase::Verifying { partial_id } = &mut self.phase {
+            *partial_id = None;
+        }
+        self.boundary(Torn::DecodeLimit {
+            error: error.clone(),
         })
     }
-}
-
-/// `retry_after_ms` from an `event: error` frame's JSON data, read cheaply.
-fn error_frame_retry(data: &Data) -> Option<Duration> {
-    let bytes = data.contiguous();
-    let key = b"\"retry_after_ms\"";
-    let at = memchr::memmem::find(&bytes, key)? + key.len();
-    let rest = bytes[at..]
-        .iter()
-        .skip_while(|b| b.is_ascii_whitespace() || **b == b':');
-    let ms = rest
-        .take_while(|b| b.is_ascii_digit())
-        .fold(0u64, |acc, d| {
-            acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-        });
-    Some(Duration::from_millis(ms))
 }

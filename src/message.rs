@@ -255,6 +255,10 @@ pub struct RpcPeek {
     pub id: Option<RpcId>,
 }
 
+/// Scratch for a key or an id while peeking: inline up to 32 bytes, so peeking a message with
+/// short keys and ids allocates nothing.
+type PeekBuf = smallvec::SmallVec<[u8; 32]>;
+
 /// A byte cursor over the rope's segments.
 struct Cursor<'a> {
     segs: &'a [Bytes],
@@ -291,7 +295,7 @@ impl<'a> Cursor<'a> {
 
     /// After an opening quote: skips to just past the closing quote, jumping with memchr; with `out`,
     /// collects the raw (still escaped) contents.
-    fn skip_string(&mut self, mut out: Option<&mut Vec<u8>>) -> Option<()> {
+    fn skip_string(&mut self, mut out: Option<&mut PeekBuf>) -> Option<()> {
         let mut escaped = false;
         loop {
             self.peek()?;
@@ -327,7 +331,7 @@ impl<'a> Cursor<'a> {
 
     /// Skips one value starting at the current (non-whitespace) byte; with `out`, collects the raw text of
     /// a scalar (strings without their quotes).
-    fn skip_value(&mut self, out: Option<&mut Vec<u8>>) -> Option<()> {
+    fn skip_value(&mut self, out: Option<&mut PeekBuf>) -> Option<()> {
         match self.next()? {
             b'"' => self.skip_string(out),
             b'{' | b'[' => {
@@ -379,8 +383,8 @@ fn peek(data: &Data) -> Option<RpcPeek> {
         _ => return None,
     }
     let (mut method, mut result, mut id) = (false, false, None);
-    let mut key = Vec::new();
-    let mut raw = Vec::new();
+    let mut key = PeekBuf::new();
+    let mut raw = PeekBuf::new();
     loop {
         match c.skip_ws()? {
             b'}' => break,

@@ -7,6 +7,8 @@
 #![forbid(unsafe_code)]
 #![allow(missing_docs)]
 
+pub mod guard_model;
+
 // Under `cfg(test)` the crate also compiles this file as `sse::reference` (private there).
 #[allow(clippy::duplicate_mod)]
 #[path = "sse/reference.rs"]

@@ -265,7 +265,7 @@ fn resumes_are_bounded_over_the_streams_life() {
     for n in 0..3u8 {
         // Each connection makes progress (a new notification), then is cut.
         let frame = format!(
-            "id: n{n}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}}\n\n"
+            "id: n{n}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":{n}}}}}\n\n"
         );
         s.feed(Bytes::from(frame), now);
         s.connection_ended(EndCause::Error, now);
@@ -356,4 +356,45 @@ fn a_refused_reconnect_fails_the_stream_at_the_next_poll() {
         Some(Torn::ReplayUnavailable { status: Some(409), retry_after: Some(d) }) if *d == Duration::from_secs(3)
     ));
     assert!(s.is_done() && s.poll().is_none());
+}
+
+#[test]
+fn a_response_on_the_get_stream_releases_the_cut_post_stream() {
+    use ssegate::resume::Session;
+    let session = Session::default();
+    let mut post = session.request_stream(RpcId::Number(1));
+    let mut get = session.listen_stream();
+    let now = Instant::now();
+    // The POST stream is cut inside the result...
+    post.feed(
+        Bytes::from_static(b"id: p1\ndata:\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"res"),
+        now,
+    );
+    // ...and the server delivers the response on the GET stream instead.
+    get.feed(
+        Bytes::from_static(b"id: g1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"),
+        now,
+    );
+    assert!(matches!(drain(&mut get).as_slice(), [Output::Deliver(_)]));
+    assert!(session.outstanding().is_empty());
+    post.connection_ended(EndCause::Error, now);
+    let outs = drain(&mut post);
+    assert!(
+        matches!(outs.as_slice(), [Output::Cursor(_), Output::Finished]),
+        "nothing left to resume for: {outs:?}"
+    );
+    // A second, identical copy of the response on another stream is skipped; a different one refused.
+    let mut other = session.request_stream(RpcId::Number(2));
+    other.feed(
+        Bytes::from_static(b"id: x1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"),
+        now,
+    );
+    assert!(matches!(drain(&mut other).as_slice(), [Output::Skip(_)]));
+    other.feed(
+        Bytes::from_static(
+            b"id: x2\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1}}\n\n",
+        ),
+        now,
+    );
+    assert!(failure(drain(&mut other)).is_some());
 }

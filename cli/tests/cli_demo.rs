@@ -35,7 +35,7 @@ fn json_rows_have_the_documented_keys_in_order() {
     );
     let v: Value = serde_json::from_str(&text).unwrap();
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 10, "5 server modes x 2 clients");
+    assert_eq!(rows.len(), 18, "6 server modes x 3 clients");
     for row in rows {
         let keys: Vec<&str> = row
             .as_object()
@@ -54,6 +54,19 @@ fn json_rows_have_the_documented_keys_in_order() {
         if row["client"] == "guarded" {
             assert_eq!(n("silent_corruption"), 0, "{row}");
             assert_eq!(n("intact"), 8, "{row}");
+        }
+        if row["client"] == "guarded-once" {
+            // A non-idempotent call is never re-issued.
+            assert_eq!(n("silent_corruption"), 0, "{row}");
+            assert_eq!(n("renegotiated"), 0, "{row}");
+        }
+        if row["server"] == "buffered" && row["client"] != "naive" {
+            // The correct server whose budget holds the result: resumed in place, nothing re-run.
+            assert_eq!(
+                (n("intact"), n("resumed"), n("renegotiated")),
+                (8, 8, 0),
+                "{row}"
+            );
         }
     }
     let naive_corrupt = |server: &str| {
@@ -83,5 +96,7 @@ fn table_and_conclusion() {
         assert!(first.contains(col), "{first}");
     }
     assert!(text.contains("boundary  guarded"), "{text}");
-    assert!(text.contains("never a corrupt one"), "{text}");
+    assert!(text.contains("never delivered a corrupt one"), "{text}");
+    assert!(text.contains("buffered  guarded-once"), "{text}");
+    assert!(text.contains("the tool ran again"), "{text}");
 }

@@ -511,6 +511,8 @@ struct Session {
     protocol_version: Option<String>,
     /// Bumped at each new session, so concurrent calls renegotiate once.
     generation: u64,
+    /// The session's streams, sharing outstanding requests and response deduplication.
+    streams: resume::Session,
 }
 
 struct Inner {
@@ -523,6 +525,9 @@ struct Inner {
     sessions_opened: AtomicU32,
     /// Tool name -> safe to run twice (`readOnlyHint` or `idempotentHint`), from `tools/list`.
     tools: Mutex<Option<HashMap<String, bool>>>,
+    /// Calls waiting for their response, for a response that arrives on another stream of the
+    /// session (the `GET` stream after the POST stream was cut).
+    pending: Mutex<HashMap<RpcId, tokio::sync::oneshot::Sender<Message>>>,
 }
 
 /// A guarded MCP client. Cheap to share: calls take `&self`.
@@ -590,6 +595,7 @@ impl Client {
                 next_id: AtomicI64::new(1),
                 sessions_opened: AtomicU32::new(0),
                 tools: Mutex::new(None),
+                pending: Mutex::new(HashMap::new()),
             }),
         };
         client.initialize().await?;
@@ -669,7 +675,10 @@ impl Client {
                 "clientInfo": {"name": self.inner.config.client_name, "version": env!("CARGO_PKG_VERSION")},
             },
         });
-        let fresh = Session::default();
+        let fresh = Session {
+            streams: resume::Session::new(self.inner.config.stream.clone()),
+            ..Session::default()
+        };
         let res = self.post(&fresh, &req, "initialize").await?;
         let res = expect_ok(res, "initialize").await?;
         let session_id = res
@@ -684,6 +693,7 @@ impl Client {
                 &fresh,
                 RpcId::Number(id),
                 stream,
+                None,
                 &mut Outcome::default(),
             )
             .await
@@ -711,6 +721,7 @@ impl Client {
             s.id = session_id;
             s.protocol_version = Some(version);
             s.generation += 1;
+            s.streams = fresh.streams.clone();
             s.clone()
         };
         self.inner.sessions_opened.fetch_add(1, Ordering::Relaxed);
@@ -905,10 +916,29 @@ impl Client {
                     })));
                 }
                 let res = expect_ok(res, "request").await?;
-                let mut stream = self.inner.config.stream.build();
-                stream.expect_response(rpc_id.clone());
-                self.answer(res, &session, rpc_id.clone(), stream, &mut outcome)
-                    .await
+                let stream = session.streams.request_stream(rpc_id.clone());
+                let (tx, mut rx) = tokio::sync::oneshot::channel();
+                self.inner
+                    .pending
+                    .lock()
+                    .expect("pending lock")
+                    .insert(rpc_id.clone(), tx);
+                let answer = self
+                    .answer(
+                        res,
+                        &session,
+                        rpc_id.clone(),
+                        stream,
+                        Some(&mut rx),
+                        &mut outcome,
+                    )
+                    .await;
+                self.inner
+                    .pending
+                    .lock()
+                    .expect("pending lock")
+                    .remove(&rpc_id);
+                answer
             };
             let (failure, received) = match attempt.await {
                 Ok(message) => {
@@ -974,6 +1004,7 @@ impl Client {
         session: &Session,
         rpc_id: RpcId,
         stream: ResumableStream,
+        mut elsewhere: Option<&mut tokio::sync::oneshot::Receiver<Message>>,
         outcome: &mut Outcome,
     ) -> Result<Message, Attempt> {
         let content_type = res
@@ -1012,8 +1043,20 @@ impl Client {
                     received.push(Message::new(d.message.data().clone()));
                     self.dispatch(session, d).await;
                 }
-                Some(Err(f)) => break Err(Attempt::Lost(f, std::mem::take(&mut received))),
+                Some(Err(f)) => {
+                    if let Some(m) = Self::arrived_elsewhere(&mut elsewhere, guarded.state()).await
+                    {
+                        break Ok(m);
+                    }
+                    break Err(Attempt::Lost(f, std::mem::take(&mut received)));
+                }
                 None => {
+                    // The stream finished with nothing outstanding: the response came on another
+                    // stream of the session.
+                    if let Some(m) = Self::arrived_elsewhere(&mut elsewhere, guarded.state()).await
+                    {
+                        break Ok(m);
+                    }
                     break Err(
                         ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse).into(),
                     );
@@ -1024,6 +1067,22 @@ impl Client {
         outcome.resumes += state.resumes();
         outcome.skipped += state.guard().stats().skipped as u32;
         result
+    }
+
+    /// The response, when another stream of the session delivered it (waits briefly: that
+    /// stream's consumer hands it over just after its guard accepted it).
+    async fn arrived_elsewhere(
+        elsewhere: &mut Option<&mut tokio::sync::oneshot::Receiver<Message>>,
+        stream: &ResumableStream,
+    ) -> Option<Message> {
+        let rx = elsewhere.as_mut()?;
+        let answered = stream.guard().outstanding().is_empty();
+        let wait = if answered {
+            stream.guard().replay_timeout()
+        } else {
+            Duration::ZERO
+        };
+        tokio::time::timeout(wait, &mut **rx).await.ok()?.ok()
     }
 
     async fn json_answer(&self, res: reqwest::Response, rpc_id: RpcId) -> Result<Message, Attempt> {
@@ -1117,6 +1176,19 @@ impl Client {
                     Err(e) => warn!(error = %e, method, "answer failed"),
                 }
             }
+            RpcKind::Response => {
+                let waiting = d
+                    .rpc
+                    .id
+                    .as_ref()
+                    .and_then(|id| self.inner.pending.lock().expect("pending lock").remove(id));
+                match waiting {
+                    Some(tx) => {
+                        let _ = tx.send(Message::new(d.message.data().clone()));
+                    }
+                    None => handler.notification(&d.message),
+                }
+            }
             _ => handler.notification(&d.message),
         }
     }
@@ -1135,8 +1207,7 @@ impl Client {
             .await
             .map_err(ClientError::http("open the GET stream"))?;
         let res = expect_ok(res, "open the GET stream").await?;
-        let mut stream = self.inner.config.stream.build();
-        stream.keep_open(true);
+        let stream = session.streams.listen_stream();
         let body: Body = Box::pin(res.bytes_stream().map_err(ClientError::http("GET stream")));
         let me = self.clone();
         let resume_session = session.clone();

@@ -700,6 +700,73 @@ impl ResumableStream {
     }
 }
 
+/// The streams of one MCP session: each POST response stream and the standalone `GET` stream.
+///
+/// Outstanding requests and JSON-RPC response deduplication belong to the session, not to one
+/// stream: every stream made here shares one [`guard::Registry`], so a response that arrives on
+/// the `GET` stream after its POST stream was cut is recognised (the cut stream needs no resume,
+/// and a second copy anywhere is skipped when identical, refused when not). A new session (after a
+/// renegotiation) is a new `Session`.
+#[derive(Clone, Debug)]
+pub struct Session {
+    config: Config,
+    registry: guard::Registry,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new(Config::default())
+    }
+}
+
+impl Session {
+    /// A session whose streams use `config` (its guard settings get the shared registry).
+    pub fn new(config: Config) -> Session {
+        Session {
+            config,
+            registry: guard::Registry::new(),
+        }
+    }
+
+    /// The registry the session's streams share.
+    pub fn registry(&self) -> &guard::Registry {
+        &self.registry
+    }
+
+    /// Requests of the session still waiting for a response.
+    pub fn outstanding(&self) -> Vec<RpcId> {
+        self.registry.outstanding()
+    }
+
+    fn stream(&self) -> ResumableStream {
+        let mut guard = self.config.guard.clone();
+        guard.registry(self.registry.clone());
+        let mut config = self.config.clone();
+        config.guard(guard);
+        config.build()
+    }
+
+    /// The stream of a POST's response: it must deliver `request`'s response, unless another
+    /// stream of the session does first.
+    pub fn request_stream(&self, request: RpcId) -> ResumableStream {
+        let mut stream = self.stream();
+        stream.expect_response(request);
+        stream
+    }
+
+    /// The standalone `GET` stream: kept open (resumed even with nothing outstanding).
+    pub fn listen_stream(&self) -> ResumableStream {
+        let mut stream = self.stream();
+        stream.keep_open(true);
+        stream
+    }
+
+    /// The caller gave up on `request` (cancelled, timed out): no stream needs to resume for it.
+    pub fn forget(&self, request: &RpcId) {
+        self.registry.forget(request);
+    }
+}
+
 /// Parses a `Retry-After` header value: delta-seconds (`120`) or an HTTP-date
 /// (`Wed, 21 Oct 2015 07:28:00 GMT`, and the obsolete forms RFC 9110 accepts) relative to `now`.
 /// A date in the past is zero; anything else is `None`.

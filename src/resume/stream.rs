@@ -61,6 +61,13 @@ impl<B, F, E> fmt::Debug for GuardedStream<B, F, E> {
     }
 }
 
+impl<B, F, E> GuardedStream<B, F, E> {
+    /// The state machine (cursor, counters, outstanding requests).
+    pub fn state(&self) -> &ResumableStream {
+        &self.stream
+    }
+}
+
 impl<B, F, Fut, E> GuardedStream<B, F, E>
 where
     B: Stream<Item = Result<Bytes, E>> + Unpin,
@@ -78,11 +85,6 @@ where
             sleep: None,
             done: false,
         }
-    }
-
-    /// The state machine (cursor, counters, outstanding requests).
-    pub fn state(&self) -> &ResumableStream {
-        &self.stream
     }
 
     /// Arms the timer for the stream's next deadline; `Ready` when it has already passed.

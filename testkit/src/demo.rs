@@ -26,7 +26,7 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info_span};
 
-use ssegate::client::{self, Client, ClientConfig};
+use ssegate::client::{self, CallOptions, Client, ClientConfig, Retry};
 use ssegate::replay;
 use ssegate::sse::Data;
 
@@ -145,17 +145,34 @@ impl DemoConfig {
 pub enum ClientKind {
     /// [`NaiveClient`].
     Naive,
-    /// The guarded [`Client`].
+    /// The guarded [`Client`], the call marked retryable (the tool may run twice): a lost stream is
+    /// renegotiated and the call re-issued.
     Guarded,
+    /// The guarded [`Client`] calling as for a non-idempotent tool ([`Retry::Never`]): a lost
+    /// stream is [`client::ClientError::OutcomeUnknown`], never a second run.
+    GuardedOnce,
 }
 
 impl ClientKind {
-    /// `naive` or `guarded`.
+    /// Every client, in table order.
+    pub const ALL: [ClientKind; 3] = [
+        ClientKind::Naive,
+        ClientKind::Guarded,
+        ClientKind::GuardedOnce,
+    ];
+
+    /// `naive`, `guarded` or `guarded-once`.
     pub fn as_str(self) -> &'static str {
         match self {
             ClientKind::Naive => "naive",
             ClientKind::Guarded => "guarded",
+            ClientKind::GuardedOnce => "guarded-once",
         }
+    }
+
+    /// Whether this is one of the guarded clients.
+    pub fn is_guarded(self) -> bool {
+        !matches!(self, ClientKind::Naive)
     }
 }
 
@@ -393,7 +410,8 @@ impl Harness {
         let run = async {
             match client {
                 ClientKind::Naive => self.naive_trial(cut).await,
-                ClientKind::Guarded => self.guarded_trial(cut).await,
+                ClientKind::Guarded => self.guarded_trial(cut, Retry::Always).await,
+                ClientKind::GuardedOnce => self.guarded_trial(cut, Retry::Never).await,
             }
         };
         match tokio::time::timeout(self.config.trial_timeout, run.instrument(span)).await {
@@ -450,8 +468,12 @@ impl Harness {
     }
 
     /// The guarded client's call, cut at `cut`: a fresh session through the proxy, `big_result`
-    /// marked retryable, then `DELETE`. Returns what [`Client::call_tool`] returned.
-    pub async fn guarded_call(&self, cut: u64) -> Result<client::Response, client::ClientError> {
+    /// with the re-issue rule `retry`, then `DELETE`. Returns what [`Client::call_with`] returned.
+    pub async fn guarded_call(
+        &self,
+        cut: u64,
+        retry: Retry,
+    ) -> Result<client::Response, client::ClientError> {
         self.proxy.clear_cuts();
         let mut config = ClientConfig::default();
         config
@@ -460,15 +482,23 @@ impl Harness {
             .reuse_connections(false);
         let client = Client::connect_addr(self.proxy.addr(), config).await?;
         self.proxy.set_next_cut(Cut::At(cut));
-        let result = client.call_tool("big_result", json!({}), true).await;
+        let mut options = CallOptions::default();
+        options.retry(retry);
+        let result = client
+            .call_with(
+                "tools/call",
+                json!({"name": "big_result", "arguments": {}}),
+                &options,
+            )
+            .await;
         if let Err(e) = client.close().await {
             debug!(error = %e, "closing the session failed");
         }
         result
     }
 
-    async fn guarded_trial(&self, cut: u64) -> TrialOutcome {
-        match self.guarded_call(cut).await {
+    async fn guarded_trial(&self, cut: u64, retry: Retry) -> TrialOutcome {
+        match self.guarded_call(cut, retry).await {
             Ok(r) => TrialOutcome {
                 class: self.classify(r.message.data()),
                 resumed: r.outcome.resumes > 0 && r.outcome.renegotiations == 0,
@@ -1019,7 +1049,7 @@ pub fn rows_json(rows: &[Row]) -> String {
 /// The rows as a readable table.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<9} {:<8} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
+        "{:<9} {:<12} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
         "server",
         "client",
         "trials",
@@ -1031,7 +1061,7 @@ pub fn table(rows: &[Row]) -> String {
     );
     for r in rows {
         out.push_str(&format!(
-            "{:<9} {:<8} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
+            "{:<9} {:<12} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
             r.server.as_str(),
             r.client.as_str(),
             r.trials,
@@ -1045,35 +1075,53 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// One line that says what the table shows.
+/// What the table shows, in a few lines: corruption by the naive client, none by the guarded ones,
+/// which rows re-issued the call (the tool ran again), and which resumed in place.
 pub fn conclusion(rows: &[Row]) -> String {
-    let sum = |client: ClientKind, f: fn(&Row) -> usize| -> usize {
-        rows.iter().filter(|r| r.client == client).map(f).sum()
+    let sum = |pick: &dyn Fn(&Row) -> bool, f: fn(&Row) -> usize| -> usize {
+        rows.iter().filter(|r| pick(r)).map(f).sum()
     };
-    let naive_bad = sum(ClientKind::Naive, |r| r.silent_corruption);
-    let naive_trials = sum(ClientKind::Naive, |r| r.trials);
-    let guarded_bad = sum(ClientKind::Guarded, |r| r.silent_corruption);
-    let guarded_trials = sum(ClientKind::Guarded, |r| r.trials);
-    let guarded_ok = sum(ClientKind::Guarded, |r| r.intact);
+    let naive = |r: &Row| r.client == ClientKind::Naive;
+    let guarded = |r: &Row| r.client.is_guarded();
+    let naive_bad = sum(&naive, |r| r.silent_corruption);
+    let naive_trials = sum(&naive, |r| r.trials);
+    let guarded_bad = sum(&guarded, |r| r.silent_corruption);
+    let guarded_trials = sum(&guarded, |r| r.trials);
+    let names = |pick: &dyn Fn(&Row) -> bool| -> String {
+        let v: Vec<String> = rows
+            .iter()
+            .filter(|r| pick(r))
+            .map(|r| format!("{} {}", r.server, r.client))
+            .collect();
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    if guarded_bad > 0 {
+        return format!(
+            "BUG: a guarded client delivered a corrupt result in {guarded_bad} of {guarded_trials} trials (the naive client in {naive_bad} of {naive_trials})."
+        );
+    }
     let faulty: Vec<&str> = rows
         .iter()
-        .filter(|r| r.client == ClientKind::Naive && r.silent_corruption > 0)
+        .filter(|r| naive(r) && r.silent_corruption > 0)
         .map(|r| r.server.as_str())
         .collect();
-    if guarded_bad == 0 {
-        format!(
-            "The naive client silently delivered a corrupt result in {naive_bad} of {naive_trials} trials (servers: {}); the guarded client delivered the exact result in {guarded_ok} of {guarded_trials} and never a corrupt one.",
-            if faulty.is_empty() {
-                "none".to_owned()
-            } else {
-                faulty.join(", ")
-            }
-        )
-    } else {
-        format!(
-            "BUG: the guarded client delivered a corrupt result in {guarded_bad} of {guarded_trials} trials (the naive client in {naive_bad} of {naive_trials})."
-        )
-    }
+    format!(
+        "The naive client silently delivered a corrupt result in {naive_bad} of {naive_trials} trials (servers: {}); the guarded clients never delivered a corrupt one.\n\
+         Re-issued the call on a new session, so the tool ran again (safe only for idempotent tools): {}.\n\
+         Resumed in place without running the tool again: {}.\n\
+         guarded-once (a non-idempotent tool) never re-ran it: each lost stream is a typed 'outcome unknown' refusal.",
+        if faulty.is_empty() {
+            "none".to_owned()
+        } else {
+            faulty.join(", ")
+        },
+        names(&|r: &Row| r.renegotiated > 0),
+        names(&|r: &Row| r.client.is_guarded() && r.resumed > 0),
+    )
 }
 
 /// One finished trial, as [`run`] reports it.
@@ -1122,7 +1170,7 @@ pub async fn run(
             .layout()
             .plan(config.seed ^ mode_salt(mode), config.trials);
         let mut rows = Vec::new();
-        for kind in [ClientKind::Naive, ClientKind::Guarded] {
+        for kind in ClientKind::ALL {
             let mut row = Row::new(mode, kind);
             for &(region, cut) in &plan {
                 let t = harness.trial(kind, cut).await;

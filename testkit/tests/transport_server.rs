@@ -96,10 +96,24 @@ async fn post(addr: SocketAddr, session: Option<&str>, msg: Value) -> Reply {
 }
 
 async fn initialize(addr: SocketAddr) -> String {
-    let r = post(addr, None, json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})).await;
+    initialize_with(addr, Some("2025-06-18"), "2025-06-18").await
+}
+
+/// `initialize` asking for `version` (none: no `protocolVersion`), expecting `negotiated` back.
+async fn initialize_with(addr: SocketAddr, version: Option<&str>, negotiated: &str) -> String {
+    let mut params = json!({"capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
+    if let Some(v) = version {
+        params["protocolVersion"] = json!(v);
+    }
+    let r = post(
+        addr,
+        None,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK);
     let v: Value = serde_json::from_slice(&r.body).unwrap();
-    assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(v["result"]["protocolVersion"], negotiated);
     let session = r.headers["mcp-session-id"].to_str().unwrap().to_owned();
     let n = post(
         addr,
@@ -465,6 +479,15 @@ async fn resume_after_a_cut_follows_the_server_mode() {
                     assert_eq!(v["error"]["data"]["retryAfterMs"], 1500);
                     assert_eq!(stats.misses, 1);
                 }
+                ServerMode::Buffered => {
+                    // Its budget holds the result: the interrupted event is replayed whole.
+                    assert_eq!(r.status, StatusCode::OK);
+                    let evs = events(&r.body);
+                    assert_eq!(evs.len(), 1);
+                    assert_eq!(evs[0].id.as_deref(), Some("1-4"));
+                    assert_eq!(evs[0].data, expected);
+                    assert_eq!(stats.replays, 1);
+                }
                 ServerMode::Restart => {
                     assert_eq!(r.status, StatusCode::OK);
                     assert!(is_sse(&r));
@@ -665,6 +688,410 @@ async fn default_limits_reproduce_the_field_report() {
             proxy.shutdown().await;
             server.shutdown().await;
         }
+    })
+    .await
+    .unwrap();
+}
+
+fn rpc(r: &Reply) -> Value {
+    assert_eq!(r.headers["content-type"], "application/json");
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+fn ping(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+}
+
+async fn start_with(config: &ServerConfig) -> RunningServer {
+    config.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+/// `size` and `count` are checked against their maximum before anything is allocated for them: one
+/// request asking for an exabyte gets a JSON-RPC `-32602`, and the server keeps serving.
+#[tokio::test]
+async fn arguments_out_of_range_are_invalid_params() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.max_result_size(1000).max_progress_count(5);
+        let server = start_with(&config).await;
+        let addr = server.addr();
+        let session = initialize(addr).await;
+        let refused = [
+            ("big_result", json!({"size": 1001}), "size", 1000u64),
+            ("big_result", json!({"size": 1u64 << 62}), "size", 1000),
+            ("big_result", json!({"size": "12"}), "size", 1000),
+            ("big_result", json!({"size": -1}), "size", 1000),
+            (
+                "big_result",
+                json!({"size": 10, "seed": 1.5}),
+                "seed",
+                u64::MAX,
+            ),
+            ("progress", json!({"count": 6}), "count", 5),
+            ("progress", json!({"count": u64::MAX}), "count", 5),
+        ];
+        for (k, (tool, args, argument, max)) in refused.iter().enumerate() {
+            let r = post(addr, Some(&session), call(k as u64, tool, args.clone())).await;
+            assert_eq!(r.status, StatusCode::OK, "{args}");
+            let v = rpc(&r);
+            assert_eq!(v["id"], k as u64);
+            assert_eq!(v["error"]["code"], -32602, "{args}");
+            assert_eq!(v["error"]["data"]["argument"], *argument);
+            assert_eq!(v["error"]["data"]["maximum"], *max);
+        }
+        let ok = post(
+            addr,
+            Some(&session),
+            call(20, "big_result", json!({"size": 1000})),
+        )
+        .await;
+        let evs = events(&ok.body);
+        assert_eq!(
+            evs.last().unwrap().data,
+            expected_result(&json!(20), 1000, SEED)
+        );
+        let ok = post(
+            addr,
+            Some(&session),
+            call(21, "progress", json!({"count": 5})),
+        )
+        .await;
+        assert_eq!(events(&ok.body).len(), 7);
+        let stats = server.stats();
+        assert_eq!(
+            (stats.invalid_params, stats.streams),
+            (refused.len() as u64, 2)
+        );
+        server.shutdown().await;
+
+        // The default bound (64 MiB) refuses the request that used to abort the process.
+        let server = start_with(&ServerConfig::default()).await;
+        let session = initialize(server.addr()).await;
+        let r = post(
+            server.addr(),
+            Some(&session),
+            call(1, "big_result", json!({"size": 1u64 << 40})),
+        )
+        .await;
+        assert_eq!(rpc(&r)["error"]["data"]["maximum"], 64u64 << 20);
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn request_bodies_over_the_limit_are_413() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.max_request_bytes(512);
+        let server = start_with(&config).await;
+        let session = initialize(server.addr()).await;
+        let mut big = ping(1);
+        big["params"] = json!({"pad": "x".repeat(600)});
+        let r = post(server.addr(), Some(&session), big).await;
+        assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+        let mut small = ping(2);
+        small["params"] = json!({"pad": "x".repeat(400)});
+        let r = post(server.addr(), Some(&session), small).await;
+        assert_eq!(rpc(&r)["id"], 2);
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// At the cap, `initialize` evicts the least recently used session (not the oldest one).
+#[tokio::test]
+async fn sessions_are_capped_least_recently_used_first() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.max_sessions(2);
+        let server = start_with(&config).await;
+        let addr = server.addr();
+        let a = initialize(addr).await;
+        let b = initialize(addr).await;
+        // Millisecond clock: let the uses be ordered.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(post(addr, Some(&a), ping(1)).await.status, StatusCode::OK);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let c = initialize(addr).await;
+        assert_eq!(server.session_count(), 2);
+        assert_eq!(
+            post(addr, Some(&b), ping(2)).await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(post(addr, Some(&a), ping(3)).await.status, StatusCode::OK);
+        assert_eq!(post(addr, Some(&c), ping(4)).await.status, StatusCode::OK);
+        let stats = server.stats();
+        assert_eq!((stats.sessions_opened, stats.sessions_evicted), (3, 1));
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// A session idle for longer than the timeout is gone (`404`); every request keeps it alive.
+#[tokio::test]
+async fn idle_sessions_expire() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.session_idle_timeout(Duration::from_millis(300));
+        let server = start_with(&config).await;
+        let addr = server.addr();
+        let kept = initialize(addr).await;
+        let idle = initialize(addr).await;
+        for k in 0..6 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(
+                post(addr, Some(&kept), ping(k)).await.status,
+                StatusCode::OK
+            );
+        }
+        assert_eq!(
+            post(addr, Some(&idle), ping(9)).await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(server.session_count(), 1);
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        assert_eq!(server.session_count(), 0);
+        assert_eq!(server.stats().sessions_expired, 2);
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// `Restart` re-runs only the calls it remembers: the newest `max_calls_per_session`.
+#[tokio::test]
+async fn restart_remembers_a_bounded_number_of_calls() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Restart);
+        config.max_calls_per_session(2);
+        let server = start_with(&config).await;
+        let addr = server.addr();
+        let session = initialize(addr).await;
+        for id in 1..=3 {
+            let r = post(
+                addr,
+                Some(&session),
+                call(id, "progress", json!({"count": 1})),
+            )
+            .await;
+            assert_eq!(
+                events(&r.body)[0].id.as_deref(),
+                Some(format!("{id}-0").as_str())
+            );
+        }
+        let resume = |cursor: &'static str| {
+            let session = session.clone();
+            async move {
+                send(
+                    addr,
+                    Method::GET,
+                    Some(&session),
+                    &resume_headers(cursor),
+                    None,
+                )
+                .await
+            }
+        };
+        assert_eq!(
+            resume("1-0").await.status,
+            StatusCode::CONFLICT,
+            "forgotten"
+        );
+        let r = resume("2-0").await;
+        assert_eq!(r.status, StatusCode::OK);
+        let evs = events(&r.body);
+        assert_eq!(
+            evs[0].id.as_deref(),
+            Some("4-0"),
+            "re-run under a new stream"
+        );
+        assert_eq!(
+            evs.last().unwrap().data,
+            expected_progress_result(&json!(2), 1)
+        );
+        // The re-run is remembered as the newest call, so call 2 is now the oldest forgotten one.
+        assert_eq!(resume("2-0").await.status, StatusCode::CONFLICT);
+        assert_eq!(resume("3-0").await.status, StatusCode::OK);
+        let stats = server.stats();
+        assert_eq!((stats.restarts, stats.misses), (2, 2));
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// Session ids come from the OS random source: two servers with the same configuration (and seed)
+/// hand out different ids.
+#[tokio::test]
+async fn session_ids_are_unpredictable() {
+    tokio::time::timeout(LIMIT, async {
+        let config = server_config(ServerMode::Strict);
+        let one = start_with(&config).await;
+        let two = start_with(&config).await;
+        let a = initialize(one.addr()).await;
+        let b = initialize(two.addr()).await;
+        assert_ne!(a, b);
+        for id in [&a, &b] {
+            assert_eq!(id.len(), 32);
+            assert!(id.bytes().all(|c| c.is_ascii_hexdigit()));
+        }
+        one.shutdown().await;
+        two.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// A client that never finishes its request head is disconnected after the header read timeout.
+#[tokio::test]
+async fn slow_request_heads_are_cut_off() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.header_read_timeout(Duration::from_millis(200));
+        let server = start_with(&config).await;
+        let started = Instant::now();
+        let mut s = TcpStream::connect(server.addr()).await.unwrap();
+        s.write_all(b"POST /mcp HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut rest)).await;
+        assert!(read.is_ok(), "the server kept a stalled request head open");
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(150), "{took:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        // A complete request on a fresh connection is still served.
+        let session = initialize(server.addr()).await;
+        assert_eq!(
+            post(server.addr(), Some(&session), ping(1)).await.status,
+            StatusCode::OK
+        );
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// Beyond `max_connections`, a connection waits (in the listen backlog) until one closes.
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_for_a_slot() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.max_connections(2);
+        let server = start_with(&config).await;
+        let addr = server.addr();
+        let idle_one = TcpStream::connect(addr).await.unwrap();
+        let _idle_two = TcpStream::connect(addr).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server.stats().connections < 2 {
+            assert!(Instant::now() < deadline, "the idle connections were not accepted");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let waiting = tokio::spawn(async move {
+            post(addr, None, json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})).await.status
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "a third connection was served");
+        assert_eq!(server.stats().connections, 2);
+        drop(idle_one);
+        let status = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("served once a slot was free")
+            .unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(server.stats().connections, 3);
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// `initialize` answers the client's version when supported, else the newest; later requests may
+/// name the session's version in `MCP-Protocol-Version`, and any other is a `400`.
+#[tokio::test]
+async fn protocol_versions_are_negotiated_and_checked() {
+    tokio::time::timeout(LIMIT, async {
+        let server = start_with(&server_config(ServerMode::Strict)).await;
+        let addr = server.addr();
+        initialize_with(addr, Some("2025-11-25"), "2025-11-25").await;
+        initialize_with(addr, Some("2024-11-05"), "2025-11-25").await;
+        initialize_with(addr, None, "2025-11-25").await;
+        let session = initialize_with(addr, Some("2025-06-18"), "2025-06-18").await;
+        let with = |version: &'static str| {
+            let session = session.clone();
+            async move {
+                send(
+                    addr,
+                    Method::POST,
+                    Some(&session),
+                    &[("mcp-protocol-version", version)],
+                    Some(ping(1)),
+                )
+                .await
+            }
+        };
+        assert_eq!(with("2025-06-18").await.status, StatusCode::OK);
+        for bad in ["2025-11-25", "1999-01-01", ""] {
+            let r = with(bad).await;
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad:?}");
+            let v = rpc(&r);
+            assert_eq!(v["error"]["data"]["got"], bad);
+            assert_eq!(v["error"]["data"]["session"], "2025-06-18");
+        }
+        assert_eq!(
+            post(addr, Some(&session), ping(2)).await.status,
+            StatusCode::OK
+        );
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// On `2025-11-25` every SSE stream the server opens starts with a priming event (an id, empty
+/// data, `retry`); on `2025-06-18` only `tools/call` streams do (this server always primes those).
+#[tokio::test]
+async fn streams_are_primed_on_2025_11_25() {
+    tokio::time::timeout(LIMIT, async {
+        let mut config = server_config(ServerMode::Strict);
+        config.tools_list_sse(true);
+        let server = start_with(&config).await;
+        let addr = server.addr();
+        for (version, primed_list) in [("2025-11-25", true), ("2025-06-18", false)] {
+            let session = initialize_with(addr, Some(version), version).await;
+            let list = post(
+                addr,
+                Some(&session),
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            )
+            .await;
+            let evs = events(&list.body);
+            assert_eq!(evs.len(), 1 + usize::from(primed_list), "{version}");
+            if primed_list {
+                assert!(evs[0].id.is_some() && evs[0].data.is_empty());
+                assert_eq!(evs[0].retry, Some(10));
+            }
+            let v: Value = serde_json::from_slice(&evs.last().unwrap().data).unwrap();
+            assert_eq!(v["id"], 1);
+            let ids: Vec<_> = evs.iter().map(|e| e.id.clone().unwrap()).collect();
+            let r = post(
+                addr,
+                Some(&session),
+                call(2, "progress", json!({"count": 1})),
+            )
+            .await;
+            let evs = events(&r.body);
+            assert!(evs[0].id.is_some() && evs[0].data.is_empty() && evs[0].retry == Some(10));
+            assert!(
+                !ids.contains(evs[0].id.as_ref().unwrap()),
+                "ids unique in the session"
+            );
+        }
+        server.shutdown().await;
     })
     .await
     .unwrap();

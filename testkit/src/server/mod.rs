@@ -184,6 +184,9 @@ pub enum ServerMode {
     /// Replays every event after the id; on a miss answers `409 Conflict` with `Retry-After` and a
     /// JSON-RPC error body naming the reason. The correct behaviour.
     Strict,
+    /// [`Strict`](Self::Strict) with a replay budget that holds whole results (at least four results
+    /// and a per-event cap above one): the correct server a client can resume against in place.
+    Buffered,
     /// Ignores `Last-Event-ID` and re-runs the call that opened the id's stream: a new stream, new ids,
     /// the whole response again (priming, progress, result). The failure of a server that lost its
     /// buffer and "helpfully" starts over. An id whose stream it never opened: `409`.
@@ -204,18 +207,20 @@ pub enum ServerMode {
 
 impl ServerMode {
     /// Every mode, in table order.
-    pub const ALL: [ServerMode; 5] = [
+    pub const ALL: [ServerMode; 6] = [
         ServerMode::Strict,
+        ServerMode::Buffered,
         ServerMode::Restart,
         ServerMode::Boundary,
         ServerMode::Empty,
         ServerMode::Resend,
     ];
 
-    /// The lower-case name (`strict`, `restart`, `boundary`, `empty`, `resend`).
+    /// The lower-case name (`strict`, `buffered`, `restart`, `boundary`, `empty`, `resend`).
     pub fn as_str(self) -> &'static str {
         match self {
             ServerMode::Strict => "strict",
+            ServerMode::Buffered => "buffered",
             ServerMode::Restart => "restart",
             ServerMode::Boundary => "boundary",
             ServerMode::Empty => "empty",
@@ -228,7 +233,9 @@ impl ServerMode {
         match self {
             ServerMode::Boundary => 1,
             ServerMode::Resend => 2,
-            ServerMode::Strict | ServerMode::Restart | ServerMode::Empty => 0,
+            ServerMode::Strict | ServerMode::Buffered | ServerMode::Restart | ServerMode::Empty => {
+                0
+            }
         }
     }
 }
@@ -412,6 +419,13 @@ impl ServerConfig {
         let mut c = self.replay.clone();
         let pins = c.get_pin_last().max(self.mode.pins());
         c.pin_last(pins);
+        if self.mode == ServerMode::Buffered {
+            // Whole results with their framing, several calls deep.
+            let event = self.result_size + (64 << 10);
+            let (per_event, total) = (c.get_max_event_bytes(), c.get_max_bytes());
+            c.max_event_bytes(per_event.max(event))
+                .max_bytes(total.max(4 * event));
+        }
         c
     }
 

@@ -1,0 +1,310 @@
+//! Event ids as the guard sees them: keyed hashes for the bounded windows, and the numbered shapes
+//! whose order the guard may infer once a stream has shown one consistently.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+
+use bytes::Bytes;
+
+use super::Restart;
+
+/// A pass-through `Hasher` for keys that already are (seeded) xxh3 hashes: no SipHash per event.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used by `u64` keys; this keeps the hasher total for any other key.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A map keyed by a hash the caller already computed.
+pub(crate) type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// A per-instance random seed, so that a server cannot choose ids that collide in the windows'
+/// pass-through hash tables (the keys are seeded xxh3, the table uses them as they are).
+pub(crate) fn random_seed() -> u64 {
+    std::collections::hash_map::RandomState::new().hash_one(0x0053_5345_4741_5445_u64)
+}
+
+/// Seeded hash of an id.
+pub(crate) fn id_key(seed: u64, id: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(id, seed)
+}
+
+/// One remembered event: its content hash, and whether it carried a message (not a priming event).
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    content: u64,
+    message: bool,
+}
+
+/// Recent event ids (as seeded hashes) with their content hash, bounded to `cap` entries, plus a
+/// count of the remembered messages' content hashes (to recognise a message re-sent under a new id).
+///
+/// Keyed by a hash of the id rather than the id itself: an id is a slice of its input chunk, and
+/// holding thousands of them would keep thousands of chunks alive. Each entry costs a few words,
+/// whatever the id's length.
+#[derive(Debug)]
+pub(crate) struct Window {
+    seed: u64,
+    order: VecDeque<u64>,
+    ids: KeyMap<Seen>,
+    contents: KeyMap<u32>,
+}
+
+impl Window {
+    pub(crate) fn new(seed: u64) -> Self {
+        Window {
+            seed,
+            order: VecDeque::new(),
+            ids: KeyMap::default(),
+            contents: KeyMap::default(),
+        }
+    }
+
+    /// The content hash remembered for `id`.
+    pub(crate) fn get(&self, id: &[u8]) -> Option<u64> {
+        self.ids.get(&id_key(self.seed, id)).map(|s| s.content)
+    }
+
+    /// Whether a remembered message (not a priming event) had this content hash.
+    pub(crate) fn has_message(&self, content: u64) -> bool {
+        self.contents.contains_key(&content)
+    }
+
+    pub(crate) fn insert(&mut self, id: &[u8], content: u64, message: bool, cap: usize) {
+        let key = id_key(self.seed, id);
+        if self.ids.contains_key(&key) {
+            return;
+        }
+        self.ids.insert(key, Seen { content, message });
+        if message {
+            *self.contents.entry(content).or_insert(0) += 1;
+        }
+        self.order.push_back(key);
+        if self.order.len() == cap && self.ids.capacity() < 2 * cap + 2 {
+            // Full for the first time: from now on every insert evicts. Room for twice the
+            // entries lets the tables clean up their tombstones in place, so the steady state
+            // never allocates (a table at more than half its capacity is rebuilt larger instead).
+            self.ids.reserve(cap + 2);
+            self.contents.reserve(cap + 2);
+        }
+        while self.order.len() > cap {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(seen) = self.ids.remove(&old)
+                && seen.message
+                && let Some(n) = self.contents.get_mut(&seen.content)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.contents.remove(&seen.content);
+                }
+            }
+        }
+    }
+}
+
+/// The ordered part of a numbered id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seq {
+    /// 0: `17`; 1: `17/<stream>` (rmcp); 2: `<stream>-17`; 3: `<ms>-<seq>` (a Redis stream id).
+    shape: u8,
+    /// Hash of the stream part (empty for shapes 0 and 3).
+    stream: u64,
+    n: u128,
+}
+
+fn digits(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 19 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0')))
+}
+
+/// Parses `id` as one of the numbered shapes, or `None` (an opaque id).
+pub(crate) fn seq(id: &[u8]) -> Option<Seq> {
+    let stream = |part: &[u8]| xxhash_rust::xxh3::xxh3_64(part);
+    if let Some(n) = digits(id) {
+        return Some(Seq {
+            shape: 0,
+            stream: 0,
+            n: u128::from(n),
+        });
+    }
+    if let Some(slash) = id.iter().position(|&b| b == b'/')
+        && let Some(n) = digits(&id[..slash])
+    {
+        return Some(Seq {
+            shape: 1,
+            stream: stream(&id[slash + 1..]),
+            n: u128::from(n),
+        });
+    }
+    let dash = id.iter().rposition(|&b| b == b'-')?;
+    let n = digits(&id[dash + 1..])?;
+    if dash == 0 {
+        return None;
+    }
+    if let Some(ms) = digits(&id[..dash]) {
+        return Some(Seq {
+            shape: 3,
+            stream: 0,
+            n: (u128::from(ms) << 64) | u128::from(n),
+        });
+    }
+    Some(Seq {
+        shape: 2,
+        stream: stream(&id[..dash]),
+        n: u128::from(n),
+    })
+}
+
+impl Seq {
+    fn same_stream(self, other: Seq) -> bool {
+        self.shape == other.shape && self.stream == other.stream
+    }
+}
+
+/// What the stream's message ids have shown so far. Order is inferred in `Numbered`: two or more
+/// ids of one shape and stream part, strictly increasing (and, after a resume, from one id: a later
+/// id of the same shape and stream part that does not increase). Any id that breaks that on a first
+/// connection makes the stream opaque for good (the ids only looked numbered, like a uuid whose
+/// last group is all digits); after a resume the same break is a restart.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum Shape {
+    #[default]
+    Unknown,
+    One(Seq),
+    Numbered(Seq),
+    Opaque,
+}
+
+impl Shape {
+    /// Takes in a new message id. `resumed`: the stream has been resumed at least once, so a break
+    /// in a numbered stream is evidence of a restart rather than of opaque ids.
+    pub(crate) fn observe(&mut self, id: &[u8], resumed: bool) -> Option<Restart> {
+        let Some(s) = seq(id) else {
+            *self = Shape::Opaque;
+            return None;
+        };
+        match *self {
+            Shape::Opaque => None,
+            Shape::Unknown => {
+                *self = Shape::One(s);
+                None
+            }
+            Shape::One(a) => {
+                if a.same_stream(s) && s.n > a.n {
+                    *self = Shape::Numbered(s);
+                    return None;
+                }
+                // One id does not make a numbered stream, but the same stream part going back
+                // cannot be a coincidence of opaque ids (two uuids never share their first groups).
+                if resumed && a.same_stream(s) {
+                    return Some(Restart::Backwards);
+                }
+                *self = Shape::Opaque;
+                None
+            }
+            Shape::Numbered(high) => {
+                let broken = if high.shape != s.shape {
+                    None
+                } else if high.stream != s.stream {
+                    Some(Restart::OtherStream)
+                } else if s.n <= high.n {
+                    Some(Restart::Backwards)
+                } else {
+                    *self = Shape::Numbered(s);
+                    return None;
+                };
+                if resumed && broken.is_some() {
+                    return broken;
+                }
+                *self = Shape::Opaque;
+                None
+            }
+        }
+    }
+}
+
+/// `cursor + 1` in the cursor's own shape, when `got` has that shape and stream part and is not it.
+pub(crate) fn not_next(cursor: &[u8], got: &[u8]) -> Option<Bytes> {
+    let c = seq(cursor)?;
+    let g = seq(got)?;
+    if !c.same_stream(g) || g.n == c.n + 1 {
+        return None;
+    }
+    let text = String::from_utf8_lossy(cursor);
+    let next = match c.shape {
+        0 => (c.n + 1).to_string(),
+        1 => {
+            let (_, stream) = text.split_once('/')?;
+            format!("{}/{stream}", c.n + 1)
+        }
+        _ => {
+            let (stream, _) = text.rsplit_once('-')?;
+            format!("{stream}-{}", (c.n + 1) & u128::from(u64::MAX))
+        }
+    };
+    Some(Bytes::from(next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(seq(b"17").map(|s| (s.shape, s.n)), Some((0, 17)));
+        assert_eq!(seq(b"17/req-3").map(|s| (s.shape, s.n)), Some((1, 17)));
+        assert_eq!(seq(b"s1-4").map(|s| (s.shape, s.n)), Some((2, 4)));
+        assert_eq!(seq(b"1733000000000-2").map(|s| s.shape), Some(3));
+        assert!(seq(b"st1_1007_ab").is_none());
+        assert!(seq(b"-4").is_none());
+        assert!(seq(b"0b1c2d3e-4f50-4617-8a9b-12345678901x").is_none());
+        assert_eq!(not_next(b"3/r", b"5/r").as_deref(), Some(b"4/r".as_slice()));
+        assert_eq!(not_next(b"3/r", b"4/r"), None);
+        assert_eq!(not_next(b"s-3", b"s-9").as_deref(), Some(b"s-4".as_slice()));
+    }
+
+    #[test]
+    fn a_uuid_with_a_numeric_last_group_stays_opaque() {
+        let mut shape = Shape::default();
+        assert_eq!(
+            shape.observe(b"0b1c2d3e-4f50-4617-8a9b-123456789012", true),
+            None
+        );
+        assert_eq!(
+            shape.observe(b"9f8e7d6c-5b4a-4392-8170-654321098765", true),
+            None
+        );
+        assert!(matches!(shape, Shape::Opaque));
+    }
+
+    #[test]
+    fn a_numbered_stream_going_back_is_a_restart_only_after_a_resume() {
+        let mut shape = Shape::default();
+        for id in [b"s-1", b"s-2"] {
+            assert_eq!(shape.observe(id, false), None);
+        }
+        let mut first = shape;
+        assert_eq!(first.observe(b"s-1", false), None);
+        assert!(matches!(first, Shape::Opaque));
+        assert_eq!(shape.observe(b"s-1", true), Some(Restart::Backwards));
+        assert_eq!(shape.observe(b"t-9", true), Some(Restart::OtherStream));
+    }
+}
