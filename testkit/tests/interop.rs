@@ -873,3 +873,33 @@ async fn protocol_2025_06_18_cannot_resume_a_cut_result() {
         assert_eq!(rig.count().await, before + 1, "{label}: charge re-run");
     }
 }
+
+/// Two calls at once on one session, both cut in the middle of their results: each stream is
+/// resumed in place on its own and each result arrives intact, answering its own request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_resume_independently() {
+    for sdk in [Sdk::Ts, Sdk::Py] {
+        let Some(mut rig) = Rig::new(sdk, &[]).await else {
+            continue;
+        };
+        let label = rig.label().to_owned();
+        let (small, large) = (256 << 10, SIZE);
+        // The next two connections are the two POSTs; each is cut in its result's middle.
+        rig.proxy.set_next_cut(Cut::At(small as u64 / 2));
+        rig.proxy.set_next_cut(Cut::At(small as u64 / 2));
+        let (a, b) = tokio::join!(
+            rig.client
+                .call_tool("big_result", json!({"size": small}), false),
+            rig.client
+                .call_tool("big_result", json!({"size": large}), false),
+        );
+        rig.next_id = None;
+        assert_eq!(rig.proxy.stats().cuts, 2, "{label}: both cut");
+        let a = assert_big(&label, "concurrent A", a, small);
+        let b = assert_big(&label, "concurrent B", b, large);
+        assert_ne!(a.request_id, b.request_id);
+        assert_in_place(&label, "concurrent A", &a);
+        assert_in_place(&label, "concurrent B", &b);
+        assert_eq!(rig.client.sessions_opened(), 1, "{label}");
+    }
+}
