@@ -885,7 +885,27 @@ impl Client {
             outcome.attempts += 1;
             let session = self.session();
             let attempt = async {
-                let res = self.post(&session, &req, "request").await?;
+                let res = match self.post(&session, &req, "request").await {
+                    Ok(res) => res,
+                    // Sent, then cut before the response head: the server may have run the call,
+                    // and nothing can be resumed (no event id yet). A connect failure (nothing
+                    // sent) stays an HTTP error.
+                    Err(ClientError::Http { source, .. }) if !source.is_connect() => {
+                        warn!(error = %source, "the request's response was cut before its head");
+                        return Err(Attempt::Lost(
+                            Failure::Refused(TornBoundary {
+                                kind: Torn::Unresumable {
+                                    partial_bytes: 0,
+                                    partial_id: None,
+                                },
+                                cursor: None,
+                                outstanding: vec![rpc_id.clone()],
+                            }),
+                            Vec::new(),
+                        ));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 if res.status() == reqwest::StatusCode::NOT_FOUND && session.id.is_some() {
                     // The session expired before the request was taken: nothing ran, so the
                     // call may always be issued again on a new session.
