@@ -116,3 +116,29 @@ fn a_truncated_capture_is_an_input_error() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("announces 999 bytes"), "{stderr}");
 }
+
+/// The captures of issue 14's false refusals are accepted; the faulty servers' still refuse.
+#[test]
+fn field_captures_accept_correct_servers_and_refuse_faulty_ones() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/captures");
+    for (file, accepted) in [
+        ("session-counter.sse", true),
+        ("priming-on-resume.sse", true),
+        ("uuid-digit-groups.sse", true),
+        ("faulty-restart.sse", false),
+        ("faulty-skips-interrupted.sse", false),
+    ] {
+        let capture = std::fs::read(format!("{dir}/{file}"))
+            .unwrap_or_else(|e| panic!("{file} must exist under tests/data/captures: {e}"));
+        let out = check(&["--request-id", "7"], &capture);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        if accepted {
+            assert_eq!(out.status.code(), Some(0), "{file}: {stdout}");
+            assert!(stdout.contains("deliver (Response 7)"), "{file}: {stdout}");
+            assert!(stdout.contains("errors=0 unanswered=0"), "{file}: {stdout}");
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{file}: {stdout}");
+            assert!(stdout.contains("REFUSE") && stdout.contains("unanswered=1"), "{file}: {stdout}");
+        }
+    }
+}
