@@ -205,7 +205,6 @@ impl Config {
 
     /// A gate forced onto `isa`, or `None` when this CPU (or this build) cannot run it. For benches and
     /// differential tests.
-    #[doc(hidden)]
     pub fn build_with_isa(&self, isa: Isa) -> Option<Gate> {
         Kernels::new(isa).map(|kernels| self.build_inner(kernels))
     }
@@ -258,13 +257,11 @@ impl Gate {
     }
 
     /// A default-configured gate forced onto `isa` (`None` if unavailable). For benches and tests.
-    #[doc(hidden)]
     pub fn with_isa(isa: Isa) -> Option<Gate> {
         Config::default().build_with_isa(isa)
     }
 
     /// The instruction set this gate's kernels use.
-    #[doc(hidden)]
     pub fn isa(&self) -> Isa {
         self.exact.isa()
     }

@@ -604,7 +604,6 @@ impl Decoder {
     /// chunks queued by [`Decoder::feed`]. Never more than the limits allow. This is the decoder's
     /// own count, for tests: the memory bound is tested with a counting allocator
     /// (`tests/sse_memory.rs`), which this counter cannot replace.
-    #[doc(hidden)]
     pub fn held_bytes(&self) -> usize {
         self.data_len() + self.field_len + usize::from(self.name_len)
     }

@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 pub(crate) use bits::escapes_branchless;
 
-/// An instruction set the gate's kernels can run on.
-#[doc(hidden)]
+/// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
+/// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Isa {
     /// Portable Rust (SWAR string scanning, byte-at-a-time bracket balancing): always available.
