@@ -138,7 +138,10 @@ fn field_captures_accept_correct_servers_and_refuse_faulty_ones() {
             assert!(stdout.contains("errors=0 unanswered=0"), "{file}: {stdout}");
         } else {
             assert_eq!(out.status.code(), Some(1), "{file}: {stdout}");
-            assert!(stdout.contains("REFUSE") && stdout.contains("unanswered=1"), "{file}: {stdout}");
+            assert!(
+                stdout.contains("REFUSE") && stdout.contains("unanswered=1"),
+                "{file}: {stdout}"
+            );
         }
     }
 }
