@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+import mcp_types as types
 from mcp_types import JSONRPCMessage, ToolAnnotations
 
 
@@ -138,6 +139,24 @@ def build_server() -> MCPServer:
         if size:
             content.append(pattern(max(0, min(size, 256 << 20))))
         return content
+
+    @mcp.tool(
+        description=(
+            "Asks the client sampling/createMessage with `question` on this call's stream; with `ping`, "
+            "first a ping unrelated to the call (the SDK sends it on the standalone GET stream)"
+        ),
+        annotations=ToolAnnotations(read_only_hint=True),
+        structured_output=False,
+    )
+    async def ask(ctx: Context, question: str = "?", ping: bool = False) -> str:
+        if ping:
+            await ctx.session.send_ping()
+        result = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
+            max_tokens=16,
+            related_request_id=ctx.request_id,
+        )
+        return f"client said: {getattr(result.content, 'text', result.content)}"
 
     @mcp.tool(
         description="How many times `charge` ran in this process",

@@ -903,3 +903,79 @@ async fn concurrent_calls_resume_independently() {
         assert_eq!(rig.client.sessions_opened(), 1, "{label}");
     }
 }
+
+/// Answers the server's requests: `ping` (as the default handler does) and `sampling/createMessage`.
+#[derive(Clone, Default)]
+struct Sampler(Arc<Mutex<Vec<String>>>);
+
+impl Handler for Sampler {
+    fn request(&self, method: &str, params: Option<&Value>) -> ssegate::client::HandlerFuture {
+        self.0.lock().unwrap().push(method.to_owned());
+        let answer = match method {
+            "ping" => Ok(json!({})),
+            "sampling/createMessage" => {
+                let asked = params
+                    .and_then(|p| p["messages"][0]["content"]["text"].as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                Ok(
+                    json!({"role": "assistant", "model": "test", "stopReason": "endTurn",
+                          "content": {"type": "text", "text": format!("{asked}: forty-two")}}),
+                )
+            }
+            _ => Err(ssegate::client::RpcError::new(-32601, "not here")),
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+/// A server request on the response stream (ping, then sampling) reaches the application's handler
+/// and its answer reaches the server, which then completes the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_requests_are_answered_through_the_handler() {
+    let sampler = Sampler::default();
+    let seen = sampler.clone();
+    let Some(rig) = Rig::with(Sdk::Py, &[], move |c| {
+        c.handler(Arc::new(sampler));
+    })
+    .await
+    else {
+        return;
+    };
+    let response = tokio::time::timeout(
+        Duration::from_secs(30),
+        rig.client
+            .call_tool("ask", json!({"question": "the answer"}), false),
+    )
+    .await
+    .expect("the call does not hang")
+    .expect("the call succeeds");
+    assert_eq!(texts(&response), ["client said: the answer: forty-two"]);
+    assert_eq!(*seen.0.lock().unwrap(), ["sampling/createMessage"]);
+
+    // A request the server sends outside any call goes on the standalone GET stream, which the
+    // application opens with `listen()`: it is answered there, and the call goes on.
+    let listening = rig.client.listen().await.expect("the GET stream opens");
+    let listener = tokio::spawn(async move {
+        futures::pin_mut!(listening);
+        while let Some(item) = futures::StreamExt::next(&mut listening).await {
+            if item.is_err() {
+                break;
+            }
+        }
+    });
+    let response = tokio::time::timeout(
+        Duration::from_secs(30),
+        rig.client
+            .call_tool("ask", json!({"question": "again", "ping": true}), false),
+    )
+    .await
+    .expect("the call does not hang")
+    .expect("the call succeeds");
+    assert_eq!(texts(&response), ["client said: again: forty-two"]);
+    assert_eq!(
+        *seen.0.lock().unwrap(),
+        ["sampling/createMessage", "ping", "sampling/createMessage"]
+    );
+    listener.abort();
+}
