@@ -23,6 +23,10 @@ pub(crate) struct EventsArgs {
     /// Longest id / event / retry value in bytes (default 4 KiB).
     #[arg(long, value_name = "BYTES")]
     max_field: Option<usize>,
+    /// Most wire bytes of one open block: comments, unknown fields and line ends included
+    /// (default 80 MiB).
+    #[arg(long, value_name = "BYTES")]
+    max_block: Option<usize>,
     /// Raw SSE bytes (as `curl -N` saves them); stdin when absent or `-`.
     file: Option<PathBuf>,
 }
@@ -48,6 +52,9 @@ pub(crate) fn run(args: &EventsArgs) -> ExitCode {
     }
     if let Some(n) = args.max_field {
         config.max_field(n);
+    }
+    if let Some(n) = args.max_block {
+        config.max_block(n);
     }
     let mut decoder = config.build();
     let mut errors = 0u64;

@@ -177,3 +177,25 @@ fn eight_million_data_lines_stay_within_a_few_times_the_input() {
         );
     }
 }
+
+#[test]
+fn max_block_bounds_an_event_padded_with_comments() {
+    // One event whose data is tiny but whose block carries 4 KiB of comments: over a 1 KiB block
+    // limit it is dropped with a typed error, and decoding resumes at the next blank line.
+    let mut input = b"data: a\n".to_vec();
+    for _ in 0..64 {
+        input.extend_from_slice(b": ");
+        input.extend_from_slice(&[b'x'; 62]);
+        input.push(b'\n');
+    }
+    input.extend_from_slice(b"\ndata: b\n\n");
+    let out = events(&["--max-block", "1024"], &input);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with(r#"{"event":"message","data":"b","id":""}"#),
+        "{stdout}"
+    );
+    let out = events(&[], &input);
+    assert_eq!(out.status.code(), Some(0));
+}
