@@ -168,6 +168,12 @@ impl Message {
         self.data.contiguous()
     }
 
+    /// A reader over the message's bytes in place ([`bytes::Buf`] and [`std::io::Read`]), for a parser
+    /// that reads, such as `serde_json::from_reader`: no copy of the rope is made first.
+    pub fn reader(&self) -> crate::sse::DataReader<'_> {
+        self.data.reader()
+    }
+
     /// Parses into a simd-json borrowed value whose strings borrow from `parser`'s scratch buffer.
     pub fn parse_value<'p>(
         &self,

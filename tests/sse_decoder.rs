@@ -424,3 +424,39 @@ fn a_line_over_two_limits_reports_the_one_crossed_first_whatever_the_chunking() 
         );
     }
 }
+
+/// `Data::reader` reads the rope in place: every split gives the same bytes, `Buf` and `Read`
+/// agree, and a slice within one segment is the segment's own memory.
+#[test]
+fn data_reader_reads_the_rope_in_place() {
+    use bytes::Buf;
+    use std::io::Read;
+    let text = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"text\":\"hello world\"}}";
+    for split in [1, 2, 7, 16, text.len()] {
+        let mut data = ssegate::sse::Data::new();
+        for piece in text.chunks(split) {
+            data.push(Bytes::copy_from_slice(piece));
+        }
+        let mut read = Vec::new();
+        data.reader().read_to_end(&mut read).unwrap();
+        assert_eq!(read, text, "split {split}");
+        let mut buf = data.reader();
+        assert_eq!(buf.remaining(), text.len());
+        let head = buf.copy_to_bytes(5);
+        assert_eq!(&head[..], &text[..5]);
+        buf.advance(3);
+        assert_eq!(buf.copy_to_bytes(buf.remaining()), &text[8..]);
+        let v: serde_json::Value = serde_json::from_reader(data.reader()).unwrap();
+        assert_eq!(v["result"]["text"], "hello world");
+    }
+    let one = ssegate::sse::Data::from(Bytes::copy_from_slice(text));
+    let seg = one.segments()[0].clone();
+    let mut r = one.reader();
+    r.advance(2);
+    let slice = r.copy_to_bytes(10);
+    assert_eq!(
+        slice.as_ptr(),
+        seg[2..].as_ptr(),
+        "no copy within a segment"
+    );
+}

@@ -1,7 +1,7 @@
 //! The decoder's output types: [`Event`], its [`Data`] rope, and the [`PartialEvent`] left at a cut.
 #![forbid(unsafe_code)]
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use smallvec::SmallVec;
 
 /// The one line feed every static join points at: a `static`, so that its address is unique and a
@@ -109,6 +109,77 @@ impl Data {
             rest = tail;
         }
         true
+    }
+}
+
+impl Data {
+    /// A reader over the rope's bytes, in place: [`bytes::Buf`] (so `copy_to_bytes` on a one-segment
+    /// rope is a refcount bump) and [`std::io::Read`] (for parsers that read, such as
+    /// `serde_json::from_reader`). No copy is made until the reader's consumer makes one.
+    pub fn reader(&self) -> DataReader<'_> {
+        DataReader {
+            segments: &self.segments,
+            at: 0,
+            remaining: self.len,
+        }
+    }
+}
+
+/// A reader over a [`Data`] rope ([`Data::reader`]).
+#[derive(Clone, Debug)]
+pub struct DataReader<'a> {
+    /// The segments not yet fully read; the first is read from `at`.
+    segments: &'a [Bytes],
+    at: usize,
+    remaining: usize,
+}
+
+impl bytes::Buf for DataReader<'_> {
+    fn remaining(&self) -> usize {
+        self.remaining
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.segments.first().map_or(&[], |s| &s[self.at..])
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(cnt <= self.remaining, "advance past the end of the rope");
+        self.remaining -= cnt;
+        while let Some(first) = self.segments.first() {
+            let left = first.len() - self.at;
+            if cnt < left {
+                self.at += cnt;
+                return;
+            }
+            cnt -= left;
+            self.segments = &self.segments[1..];
+            self.at = 0;
+        }
+    }
+
+    fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+        // Within the current segment: a refcount bump, not a copy.
+        if let Some(first) = self.segments.first()
+            && self.at + len <= first.len()
+        {
+            let out = first.slice(self.at..self.at + len);
+            self.advance(len);
+            return out;
+        }
+        let mut out = BytesMut::with_capacity(len);
+        out.put(self.take(len));
+        out.freeze()
+    }
+}
+
+impl std::io::Read for DataReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use bytes::Buf;
+        let n = buf.len().min(self.chunk().len());
+        buf[..n].copy_from_slice(&self.chunk()[..n]);
+        self.advance(n);
+        Ok(n)
     }
 }
 

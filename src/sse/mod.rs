@@ -53,6 +53,6 @@ pub(crate) use decoder::COPY_BELOW;
 pub use decoder::{Config, DecodeError, Decoder};
 #[cfg(feature = "testing")]
 pub(crate) use event::JOIN;
-pub use event::{Data, Event, PartialEvent};
+pub use event::{Data, DataReader, Event, PartialEvent};
 #[cfg(feature = "stream")]
 pub use stream::{EventStream, StreamError};
