@@ -43,7 +43,12 @@ fn json_rows_have_the_documented_keys_in_order() {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(keys.len(), 8);
+        assert_eq!(keys.len(), 10);
+        assert_eq!(&keys[8..], ["instances", "store"]);
+        assert_eq!(
+            (&row["instances"], &row["store"]),
+            (&Value::from(1), &Value::from("memory"))
+        );
         let n = |k: &str| row[k].as_u64().unwrap();
         assert_eq!(n("trials"), 8);
         assert_eq!(
