@@ -534,7 +534,8 @@ impl ServerConfig {
 
     /// A session table shared with other instances (none by default: sessions are this instance's
     /// own). Sessions opened here are added to it; a request naming a session this instance does not
-    /// hold, but the table does, adopts it (with an empty in-memory buffer); `DELETE` removes it.
+    /// hold, but the table does, adopts it (with an empty in-memory buffer); `DELETE` on any instance
+    /// removes it, and a session the table no longer knows is gone (`404`) on every instance.
     pub fn sessions(&mut self, directory: SessionDirectory) -> &mut Self {
         self.sessions = Some(directory);
         self
@@ -787,6 +788,16 @@ impl Shared {
         {
             let mut sessions = self.lock();
             if let Some(entry) = sessions.get(id) {
+                // Ended (or forgotten) through the shared directory by another instance.
+                let gone = self
+                    .config
+                    .sessions
+                    .as_ref()
+                    .is_some_and(|d| d.version(id).is_none());
+                if gone {
+                    sessions.remove(id);
+                    return None;
+                }
                 if self.expired(entry, now) {
                     sessions.remove(id);
                     bump(&self.stats.sessions_expired);
@@ -1648,6 +1659,42 @@ mod tests {
         assert_eq!(int_arg(&args, "f", 1, 5), Ok(1));
         assert_eq!(int_arg(&args, "missing", 1, 5), Ok(1));
         assert_eq!(int_arg(&json!(null), "a", 2, 5), Ok(2));
+    }
+
+    #[test]
+    fn the_session_directory_is_bounded_oldest_first() {
+        let d = SessionDirectory::new(2);
+        d.insert("a", ProtocolVersion::V2025_06_18);
+        d.insert("b", ProtocolVersion::LATEST);
+        d.insert("a", ProtocolVersion::V2025_06_18); // known already: not a new entry
+        assert_eq!(d.len(), 2);
+        d.insert("c", ProtocolVersion::LATEST);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.version("a"), None);
+        assert_eq!(d.version("b"), Some(ProtocolVersion::LATEST));
+        d.remove("b");
+        assert_eq!((d.len(), d.version("c").is_some()), (1, true));
+        assert_eq!(SessionDirectory::new(0).lock().capacity, 1);
+    }
+
+    /// A session opened on one instance is adopted by another sharing the directory, with an empty
+    /// buffer; a `DELETE` on either forgets it for both.
+    #[test]
+    fn instances_sharing_a_directory_adopt_each_others_sessions() {
+        let d = SessionDirectory::default();
+        let mut config = ServerConfig::default();
+        config.sessions(d.clone());
+        let (a, b) = (Shared::new(config.clone()), Shared::new(config));
+        a.insert("s".to_owned(), a.new_entry(ProtocolVersion::V2025_06_18));
+        let adopted = b.session("s").expect("known through the directory");
+        assert_eq!(adopted.version, ProtocolVersion::V2025_06_18);
+        assert_eq!(adopted.lock().replay.streams(), 0);
+        assert_eq!(b.stats.snapshot().sessions_adopted, 1);
+        assert!(b.session("t").is_none());
+        assert!(b.remove("s"));
+        assert!(d.is_empty());
+        assert!(a.session("s").is_none(), "ended for every instance");
+        assert!(Shared::new(ServerConfig::default()).session("s").is_none());
     }
 
     #[test]
