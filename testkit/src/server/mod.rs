@@ -1,6 +1,7 @@
 //! A minimal MCP Streamable HTTP server on hyper 1.x (HTTP/1.1) and tokio, for loopback tests and the
-//! demo: real sockets, a real [`ReplayBuffer`] per session, and a switchable resume-miss behaviour
-//! ([`ServerMode`]) that reproduces what servers in the field do.
+//! demo: real sockets, a real [`ReplayBuffer`] per session (or one [`RedisStore`] shared by several
+//! instances, [`ServerStore`]), and a switchable resume-miss behaviour ([`ServerMode`]) that
+//! reproduces what servers in the field do.
 //!
 //! One endpoint, `/mcp`:
 //!
@@ -12,7 +13,8 @@
 //! | `POST tools/call` | `200 text/event-stream`: priming event (id, empty data, `retry`), progress notifications, the result |
 //! | `POST tools/call` with `size` / `count` / `seed` out of range | `200` JSON-RPC error `-32602` |
 //! | `POST ping` / unknown method | `200` JSON result `{}` / JSON-RPC error `-32601` |
-//! | `GET` + `Last-Event-ID` | the resume, as the [`ServerMode`] says |
+//! | `GET` + `Last-Event-ID` | the resume, as the [`ServerMode`] says (with [`ServerStore::Redis`]: the replay from Redis, `409` on a miss) |
+//! | `POST tools/call` or `GET` while the Redis store is unreachable | `503` + `Retry-After` (never an empty `200`) |
 //! | `GET` without `Last-Event-ID` | `405` (no standalone server-to-client stream) |
 //! | `DELETE` | `204`, the session ends |
 //! | no `Mcp-Session-Id` (except `initialize`) / an unknown or expired one | `400` / `404` |
@@ -24,6 +26,12 @@
 //! [`expected_result`] bytes; `progress` (`count`, at most [`ServerConfig::max_progress_count`]): `count`
 //! progress notifications, then [`expected_progress_result`]. Progress notifications carry the request's
 //! `_meta.progressToken`, or the request id when it gave none.
+//!
+//! **Several instances.** Instances given one [`SessionDirectory`] ([`ServerConfig::sessions`]) know
+//! each other's sessions, as behind a load balancer with a shared session database; the
+//! [`balancer`] module routes each resume to another instance than the one that served the cut
+//! response. With [`ServerStore::Memory`] that instance holds none of the stream (a miss); with a
+//! shared [`ServerStore::Redis`] it replays it.
 //!
 //! A `tools/call` response is produced whole when the request arrives: every event is appended to the
 //! session's [`ReplayBuffer`] (so it can be replayed however the connection ends), then written from its
