@@ -110,3 +110,37 @@ fn table_and_conclusion() {
     assert!(text.contains("buffered  guarded-once"), "{text}");
     assert!(text.contains("the tool ran again"), "{text}");
 }
+
+#[test]
+fn deployment_arguments_are_checked() {
+    for bad in [
+        &["--instances", "0"][..],
+        &["--instances", "17"],
+        &["--store", "postgres://x"],
+        &["--store", "redis://"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+            .arg("demo")
+            .args(bad)
+            .output()
+            .expect("run ssegate");
+        assert_eq!(out.status.code(), Some(2), "{bad:?} is a usage error");
+    }
+}
+
+#[test]
+fn two_instances_with_memory_stores_renegotiate() {
+    let text = demo(&["--instances", "2", "--json"]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    for row in v["rows"].as_array().unwrap() {
+        assert_eq!(
+            (&row["instances"], &row["store"]),
+            (&Value::from(2), &Value::from("memory"))
+        );
+        if row["client"] == "guarded" {
+            // The resume lands on the other instance, which holds nothing: never resumed in place.
+            assert_eq!(row["resumed"], 0, "{row}");
+            assert_eq!(row["intact"], 8, "{row}");
+        }
+    }
+}

@@ -1445,6 +1445,30 @@ mod tests {
         );
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["rows"][0]["silent_corruption"], 1);
-        assert!(table(&[r]).contains("boundary"));
+        assert!(table(std::slice::from_ref(&r)).contains("boundary"));
+        // The deployment columns only when a row is not one in-memory instance.
+        assert!(!table(std::slice::from_ref(&r)).contains("instances"));
+        r.instances = 2;
+        r.store = "redis";
+        let t = table(&[r]);
+        assert!(
+            t.lines().next().unwrap().ends_with("instances store"),
+            "{t}"
+        );
+        assert!(t.lines().nth(1).unwrap().ends_with("2 redis"), "{t}");
+    }
+
+    #[test]
+    fn stores_parse() {
+        assert_eq!("memory".parse::<DemoStore>(), Ok(DemoStore::Memory));
+        assert_eq!(
+            "redis://127.0.0.1:6379".parse::<DemoStore>(),
+            Ok(DemoStore::Redis("redis://127.0.0.1:6379".to_owned()))
+        );
+        assert!("redis://".parse::<DemoStore>().is_err());
+        assert!("mem".parse::<DemoStore>().is_err());
+        let mut c = DemoConfig::default();
+        assert_eq!(c.instances(0).instances, 1);
+        assert_eq!(c.instances(99).instances, MAX_INSTANCES);
     }
 }
