@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ssegate_testkit::demo::{self, DemoConfig};
+use ssegate_testkit::demo::{self, DemoConfig, DemoStore};
 use ssegate_testkit::server::ServerMode;
 
 /// Run the demo: an MCP server in each resume mode behind a proxy that cuts every `tools/call`
@@ -26,6 +26,14 @@ pub(crate) struct DemoArgs {
     /// How long the proxy holds the reconnect after a cut, in milliseconds.
     #[arg(long, default_value_t = 250)]
     reconnect_delay_ms: u64,
+    /// Server instances per mode, behind a loopback balancer that sends each resume to another
+    /// instance than the one whose response was cut (1 to 16).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=demo::MAX_INSTANCES as u64))]
+    instances: u64,
+    /// Where the instances keep sent events: `memory` (a buffer per instance) or `redis://HOST:PORT`
+    /// (one Redis shared by every instance).
+    #[arg(long, default_value = "memory")]
+    store: DemoStore,
     /// Print `{"rows": [...]}` instead of the table.
     #[arg(long)]
     json: bool,
@@ -40,7 +48,9 @@ pub(crate) fn run(args: &DemoArgs) -> ExitCode {
         .trials(args.trials)
         .seed(args.seed)
         .size(args.size)
-        .reconnect_delay(Duration::from_millis(args.reconnect_delay_ms));
+        .reconnect_delay(Duration::from_millis(args.reconnect_delay_ms))
+        .instances(usize::try_from(args.instances).unwrap_or(demo::MAX_INSTANCES))
+        .store(args.store.clone());
     let total = (args.trials * ServerMode::ALL.len() * 2) as u64;
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
@@ -84,11 +94,17 @@ pub(crate) fn run(args: &DemoArgs) -> ExitCode {
         print!("{}", demo::table(&rows));
         println!();
         println!("{}", demo::conclusion(&rows));
+        let deployment = if args.instances > 1 || args.store != DemoStore::Memory {
+            format!(", {} instances, store {}", args.instances, args.store)
+        } else {
+            String::new()
+        };
         println!(
-            "({} trials, {} byte result, seed {}, {:.1} s)",
+            "({} trials, {} byte result, seed {}{}, {:.1} s)",
             total,
             args.size,
             args.seed,
+            deployment,
             started.elapsed().as_secs_f64()
         );
     }

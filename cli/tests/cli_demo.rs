@@ -36,6 +36,11 @@ fn json_rows_have_the_documented_keys_in_order() {
     let v: Value = serde_json::from_str(&text).unwrap();
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 18, "6 server modes x 3 clients");
+    // The deployment keys come last in every row: one instance, the in-memory store by default.
+    assert_eq!(
+        text.matches(r#","instances":1,"store":"memory"}"#).count(),
+        18
+    );
     for row in rows {
         let keys: Vec<&str> = row
             .as_object()
@@ -43,7 +48,12 @@ fn json_rows_have_the_documented_keys_in_order() {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(keys.len(), 8);
+        assert_eq!(keys.len(), 10);
+        assert!(keys.contains(&"instances") && keys.contains(&"store"));
+        assert_eq!(
+            (&row["instances"], &row["store"]),
+            (&Value::from(1), &Value::from("memory"))
+        );
         let n = |k: &str| row[k].as_u64().unwrap();
         assert_eq!(n("trials"), 8);
         assert_eq!(
@@ -99,4 +109,38 @@ fn table_and_conclusion() {
     assert!(text.contains("never delivered a corrupt one"), "{text}");
     assert!(text.contains("buffered  guarded-once"), "{text}");
     assert!(text.contains("the tool ran again"), "{text}");
+}
+
+#[test]
+fn deployment_arguments_are_checked() {
+    for bad in [
+        &["--instances", "0"][..],
+        &["--instances", "17"],
+        &["--store", "postgres://x"],
+        &["--store", "redis://"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+            .arg("demo")
+            .args(bad)
+            .output()
+            .expect("run ssegate");
+        assert_eq!(out.status.code(), Some(2), "{bad:?} is a usage error");
+    }
+}
+
+#[test]
+fn two_instances_with_memory_stores_renegotiate() {
+    let text = demo(&["--instances", "2", "--json"]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    for row in v["rows"].as_array().unwrap() {
+        assert_eq!(
+            (&row["instances"], &row["store"]),
+            (&Value::from(2), &Value::from("memory"))
+        );
+        if row["client"] == "guarded" {
+            // The resume lands on the other instance, which holds nothing: never resumed in place.
+            assert_eq!(row["resumed"], 0, "{row}");
+            assert_eq!(row["intact"], 8, "{row}");
+        }
+    }
 }

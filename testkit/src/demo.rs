@@ -14,11 +14,20 @@
 //! Each trial is classified: [`TrialClass::Intact`] (the delivered bytes are exactly
 //! [`expected_result`]), [`TrialClass::SilentCorruption`] (something else was delivered without an
 //! error) or [`TrialClass::Refused`] (an error, nothing delivered).
+//!
+//! **Several instances** ([`DemoConfig::instances`], [`DemoConfig::store`]): the harness starts N
+//! server instances sharing one [`SessionDirectory`] (every instance knows every session, as behind
+//! a load balancer) and puts the [`balancer`](crate::server::balancer) between the proxy and them,
+//! so each resume lands on another instance than the one whose response was cut. With
+//! [`DemoStore::Memory`] each instance has its own buffers: the resume misses, as in load-balanced
+//! deployments. With [`DemoStore::Redis`] every instance appends to and replays from one Redis, and
+//! the guarded client resumes in place across instances.
 #![forbid(unsafe_code)]
 
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
+use std::str::FromStr;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,17 +36,82 @@ use serde_json::{Value, json};
 use tracing::{Instrument, debug, info_span};
 
 use ssegate::client::{self, CallOptions, Client, ClientConfig, Retry};
-use ssegate::replay;
+use ssegate::replay::{self, RedisConfig, RedisStore, StoreError};
 use ssegate::sse::Data;
 
 use crate::http1::{self, WireError};
 use crate::proxy::{Cut, ProxyConfig, RunningProxy};
+use crate::server::balancer::RunningBalancer;
 use crate::server::{
-    DEFAULT_SEED, MCP_PATH, RunningServer, ServerConfig, ServerMode, expected_result,
+    DEFAULT_SEED, MCP_PATH, RunningServer, ServerConfig, ServerMode, ServerStore, SessionDirectory,
+    expected_result,
 };
 
 /// Trials per server mode and client by default.
 pub const DEFAULT_TRIALS: usize = 32;
+
+/// The most server instances a demo runs.
+pub const MAX_INSTANCES: usize = 16;
+
+/// Where the demo's server instances keep sent events ([`DemoConfig::store`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DemoStore {
+    /// A replay buffer per session in each instance (the default).
+    #[default]
+    Memory,
+    /// One Redis shared by every instance, at this URL (`redis://HOST:PORT`).
+    Redis(String),
+}
+
+impl DemoStore {
+    /// `memory` or `redis` (the `store` key of a row).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DemoStore::Memory => "memory",
+            DemoStore::Redis(_) => "redis",
+        }
+    }
+}
+
+impl fmt::Display for DemoStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DemoStore::Memory => f.write_str("memory"),
+            DemoStore::Redis(url) => f.write_str(url),
+        }
+    }
+}
+
+/// A store argument that is neither `memory` nor a `redis://` URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownStore(pub String);
+
+impl fmt::Display for UnknownStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown store {:?} (expected memory or redis://HOST:PORT)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownStore {}
+
+impl FromStr for DemoStore {
+    type Err = UnknownStore;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.eq_ignore_ascii_case("memory") {
+            Ok(DemoStore::Memory)
+        } else if s.starts_with("redis://") && s.len() > "redis://".len() {
+            Ok(DemoStore::Redis(s.to_owned()))
+        } else {
+            Err(UnknownStore(s.to_owned()))
+        }
+    }
+}
 
 /// The JSON-RPC id both clients give the `tools/call` (each trial uses a fresh client).
 const CALL_ID: i64 = 1;
@@ -53,11 +127,14 @@ pub struct DemoConfig {
     replay_timeout: Duration,
     trial_timeout: Duration,
     modes: Vec<ServerMode>,
+    instances: usize,
+    store: DemoStore,
 }
 
 impl Default for DemoConfig {
     /// 32 trials per row, seed 1, a 4 MiB result, a 250 ms reconnect delay at the proxy, `retry: 50`
-    /// from the server, a 2 s replay timeout, 30 s per trial, every [`ServerMode`].
+    /// from the server, a 2 s replay timeout, 30 s per trial, every [`ServerMode`], one instance, the
+    /// in-memory store.
     fn default() -> Self {
         DemoConfig {
             trials: DEFAULT_TRIALS,
@@ -68,6 +145,8 @@ impl Default for DemoConfig {
             replay_timeout: Duration::from_secs(2),
             trial_timeout: Duration::from_secs(30),
             modes: ServerMode::ALL.to_vec(),
+            instances: 1,
+            store: DemoStore::Memory,
         }
     }
 }
@@ -119,6 +198,19 @@ impl DemoConfig {
     /// The server modes to run, in order.
     pub fn modes(&mut self, modes: &[ServerMode]) -> &mut Self {
         self.modes = modes.to_vec();
+        self
+    }
+
+    /// Server instances per mode (1 to [`MAX_INSTANCES`]); with more than one, each resume is sent
+    /// to another instance than the one that served the cut response.
+    pub fn instances(&mut self, n: usize) -> &mut Self {
+        self.instances = n.clamp(1, MAX_INSTANCES);
+        self
+    }
+
+    /// Where the instances keep sent events.
+    pub fn store(&mut self, store: DemoStore) -> &mut Self {
+        self.store = store;
         self
     }
 
@@ -295,6 +387,8 @@ pub enum DemoError {
     Measure(NaiveError),
     /// The measured response does not look like the `big_result` stream.
     Layout(LayoutError),
+    /// The Redis store could not be reached.
+    Store(StoreError),
 }
 
 /// What is wrong with a measured response layout.
@@ -325,6 +419,7 @@ impl fmt::Display for DemoError {
             DemoError::Io(e) => write!(f, "I/O error: {e}"),
             DemoError::Measure(e) => write!(f, "measuring the response layout: {e}"),
             DemoError::Layout(e) => write!(f, "unexpected response layout: {e}"),
+            DemoError::Store(e) => write!(f, "connecting to the replay store: {e}"),
         }
     }
 }
@@ -335,6 +430,7 @@ impl std::error::Error for DemoError {
             DemoError::Io(e) => Some(e),
             DemoError::Measure(e) => Some(e),
             DemoError::Layout(_) => None,
+            DemoError::Store(e) => Some(e),
         }
     }
 }
@@ -345,11 +441,13 @@ impl From<io::Error> for DemoError {
     }
 }
 
-/// A server in one mode with the proxy in front, on loopback ports.
+/// A server in one mode (or several instances behind the balancer) with the proxy in front, on
+/// loopback ports.
 #[derive(Debug)]
 pub struct Harness {
     mode: ServerMode,
-    server: RunningServer,
+    servers: Vec<RunningServer>,
+    balancer: Option<RunningBalancer>,
     proxy: RunningProxy,
     layout: Layout,
     expected: Bytes,
@@ -357,21 +455,50 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// Starts the server and the proxy on `127.0.0.1` and measures the [`Layout`].
+    /// Starts the server instances (with the balancer when there are several) and the proxy on
+    /// `127.0.0.1` and measures the [`Layout`].
     pub async fn start(mode: ServerMode, config: &DemoConfig) -> Result<Harness, DemoError> {
-        let server = config
-            .server_config(mode)
-            .start("127.0.0.1:0".parse().expect("a socket address"))
-            .await?;
+        let mut server_config = config.server_config(mode);
+        if config.instances > 1 {
+            server_config.sessions(SessionDirectory::default());
+        }
+        let mut servers = Vec::with_capacity(config.instances);
+        for _ in 0..config.instances {
+            let mut c = server_config.clone();
+            if let DemoStore::Redis(url) = &config.store {
+                // One connection per instance, as separate processes would have.
+                let mut rc = RedisConfig::default();
+                rc.ttl(Duration::from_secs(120))
+                    .retry_after(Duration::from_secs(1));
+                let store = RedisStore::connect(url, rc)
+                    .await
+                    .map_err(DemoError::Store)?;
+                c.store(ServerStore::Redis(store));
+            }
+            servers.push(
+                c.start("127.0.0.1:0".parse().expect("a socket address"))
+                    .await?,
+            );
+        }
+        let balancer = if servers.len() > 1 {
+            let addrs: Vec<SocketAddr> = servers.iter().map(RunningServer::addr).collect();
+            Some(RunningBalancer::start(&addrs).await?)
+        } else {
+            None
+        };
+        let upstream = balancer
+            .as_ref()
+            .map_or_else(|| servers[0].addr(), RunningBalancer::addr);
         let mut pc = ProxyConfig::default();
         pc.accept_delay(config.reconnect_delay).seed(config.seed);
-        let proxy = pc.start(server.addr()).await?;
+        let proxy = pc.start(upstream).await?;
         let expected = expected_result(&json!(CALL_ID), config.size, DEFAULT_SEED);
         let layout = measure(&proxy, config).await?;
         debug!(%mode, ?layout, "harness ready");
         Ok(Harness {
             mode,
-            server,
+            servers,
+            balancer,
             proxy,
             layout,
             expected,
@@ -394,9 +521,19 @@ impl Harness {
         &self.expected
     }
 
-    /// The server (for its counters).
+    /// The (first) server instance (for its counters).
     pub fn server(&self) -> &RunningServer {
-        &self.server
+        &self.servers[0]
+    }
+
+    /// Every server instance; the first one serves every `POST`, the others the resumes.
+    pub fn servers(&self) -> &[RunningServer] {
+        &self.servers
+    }
+
+    /// The balancer, when there are several instances.
+    pub fn balancer(&self) -> Option<&RunningBalancer> {
+        self.balancer.as_ref()
     }
 
     /// The proxy (for its counters).
@@ -520,10 +657,15 @@ impl Harness {
         }
     }
 
-    /// Stops the proxy and the server.
+    /// Stops the proxy, the balancer and the servers.
     pub async fn shutdown(self) {
         self.proxy.shutdown().await;
-        self.server.shutdown().await;
+        if let Some(b) = self.balancer {
+            b.shutdown().await;
+        }
+        for s in self.servers {
+            s.shutdown().await;
+        }
     }
 }
 
@@ -996,11 +1138,17 @@ pub struct Row {
     pub resumed: usize,
     /// Trials that opened a new session and re-issued the request.
     pub renegotiated: usize,
+    /// Server instances behind the balancer.
+    pub instances: usize,
+    /// Where the instances kept sent events: `memory` or `redis`.
+    pub store: &'static str,
 }
 
 impl Row {
     fn new(server: ServerMode, client: ClientKind) -> Row {
         Row {
+            instances: 1,
+            store: "memory",
             server,
             client,
             trials: 0,
@@ -1024,10 +1172,10 @@ impl Row {
         self.renegotiated += usize::from(t.renegotiated);
     }
 
-    /// The row as the `--json` object, keys in table order.
+    /// The row as the `--json` object, keys in table order, then `instances` and `store`.
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"server\":\"{}\",\"client\":\"{}\",\"trials\":{},\"intact\":{},\"silent_corruption\":{},\"refused\":{},\"resumed\":{},\"renegotiated\":{}}}",
+            "{{\"server\":\"{}\",\"client\":\"{}\",\"trials\":{},\"intact\":{},\"silent_corruption\":{},\"refused\":{},\"resumed\":{},\"renegotiated\":{},\"instances\":{},\"store\":\"{}\"}}",
             self.server.as_str(),
             self.client.as_str(),
             self.trials,
@@ -1035,7 +1183,9 @@ impl Row {
             self.silent_corruption,
             self.refused,
             self.resumed,
-            self.renegotiated
+            self.renegotiated,
+            self.instances,
+            self.store
         )
     }
 }
@@ -1048,8 +1198,10 @@ pub fn rows_json(rows: &[Row]) -> String {
 
 /// The rows as a readable table.
 pub fn table(rows: &[Row]) -> String {
+    // The instance and store columns appear only when a row is not the default (1, memory).
+    let multi = rows.iter().any(|r| r.instances != 1 || r.store != "memory");
     let mut out = format!(
-        "{:<9} {:<12} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
+        "{:<9} {:<12} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}",
         "server",
         "client",
         "trials",
@@ -1059,9 +1211,13 @@ pub fn table(rows: &[Row]) -> String {
         "resumed",
         "renegotiated"
     );
+    if multi {
+        out.push_str(&format!(" {:>9} {}", "instances", "store"));
+    }
+    out.push('\n');
     for r in rows {
         out.push_str(&format!(
-            "{:<9} {:<12} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}\n",
+            "{:<9} {:<12} {:>6} {:>6} {:>17} {:>7} {:>7} {:>12}",
             r.server.as_str(),
             r.client.as_str(),
             r.trials,
@@ -1071,6 +1227,10 @@ pub fn table(rows: &[Row]) -> String {
             r.resumed,
             r.renegotiated
         ));
+        if multi {
+            out.push_str(&format!(" {:>9} {}", r.instances, r.store));
+        }
+        out.push('\n');
     }
     out
 }
@@ -1172,6 +1332,8 @@ pub async fn run(
         let mut rows = Vec::new();
         for kind in ClientKind::ALL {
             let mut row = Row::new(mode, kind);
+            row.instances = config.instances;
+            row.store = config.store.as_str();
             for &(region, cut) in &plan {
                 let t = harness.trial(kind, cut).await;
                 debug!(%mode, %kind, ?region, cut, ?t, "trial");
@@ -1279,10 +1441,34 @@ mod tests {
         let text = rows_json(std::slice::from_ref(&r));
         assert_eq!(
             text,
-            r#"{"rows":[{"server":"boundary","client":"naive","trials":1,"intact":0,"silent_corruption":1,"refused":0,"resumed":1,"renegotiated":0}]}"#
+            r#"{"rows":[{"server":"boundary","client":"naive","trials":1,"intact":0,"silent_corruption":1,"refused":0,"resumed":1,"renegotiated":0,"instances":1,"store":"memory"}]}"#
         );
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["rows"][0]["silent_corruption"], 1);
-        assert!(table(&[r]).contains("boundary"));
+        assert!(table(std::slice::from_ref(&r)).contains("boundary"));
+        // The deployment columns only when a row is not one in-memory instance.
+        assert!(!table(std::slice::from_ref(&r)).contains("instances"));
+        r.instances = 2;
+        r.store = "redis";
+        let t = table(&[r]);
+        assert!(
+            t.lines().next().unwrap().ends_with("instances store"),
+            "{t}"
+        );
+        assert!(t.lines().nth(1).unwrap().ends_with("2 redis"), "{t}");
+    }
+
+    #[test]
+    fn stores_parse() {
+        assert_eq!("memory".parse::<DemoStore>(), Ok(DemoStore::Memory));
+        assert_eq!(
+            "redis://127.0.0.1:6379".parse::<DemoStore>(),
+            Ok(DemoStore::Redis("redis://127.0.0.1:6379".to_owned()))
+        );
+        assert!("redis://".parse::<DemoStore>().is_err());
+        assert!("mem".parse::<DemoStore>().is_err());
+        let mut c = DemoConfig::default();
+        assert_eq!(c.instances(0).instances, 1);
+        assert_eq!(c.instances(99).instances, MAX_INSTANCES);
     }
 }

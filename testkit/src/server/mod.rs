@@ -1,6 +1,7 @@
 //! A minimal MCP Streamable HTTP server on hyper 1.x (HTTP/1.1) and tokio, for loopback tests and the
-//! demo: real sockets, a real [`ReplayBuffer`] per session, and a switchable resume-miss behaviour
-//! ([`ServerMode`]) that reproduces what servers in the field do.
+//! demo: real sockets, a real [`ReplayBuffer`] per session (or one [`RedisStore`] shared by several
+//! instances, [`ServerStore`]), and a switchable resume-miss behaviour ([`ServerMode`]) that
+//! reproduces what servers in the field do.
 //!
 //! One endpoint, `/mcp`:
 //!
@@ -12,7 +13,8 @@
 //! | `POST tools/call` | `200 text/event-stream`: priming event (id, empty data, `retry`), progress notifications, the result |
 //! | `POST tools/call` with `size` / `count` / `seed` out of range | `200` JSON-RPC error `-32602` |
 //! | `POST ping` / unknown method | `200` JSON result `{}` / JSON-RPC error `-32601` |
-//! | `GET` + `Last-Event-ID` | the resume, as the [`ServerMode`] says |
+//! | `GET` + `Last-Event-ID` | the resume, as the [`ServerMode`] says (with [`ServerStore::Redis`]: the replay from Redis, `409` on a miss) |
+//! | `POST tools/call` or `GET` while the Redis store is unreachable | `503` + `Retry-After` (never an empty `200`) |
 //! | `GET` without `Last-Event-ID` | `405` (no standalone server-to-client stream) |
 //! | `DELETE` | `204`, the session ends |
 //! | no `Mcp-Session-Id` (except `initialize`) / an unknown or expired one | `400` / `404` |
@@ -24,6 +26,12 @@
 //! [`expected_result`] bytes; `progress` (`count`, at most [`ServerConfig::max_progress_count`]): `count`
 //! progress notifications, then [`expected_progress_result`]. Progress notifications carry the request's
 //! `_meta.progressToken`, or the request id when it gave none.
+//!
+//! **Several instances.** Instances given one [`SessionDirectory`] ([`ServerConfig::sessions`]) know
+//! each other's sessions, as behind a load balancer with a shared session database; the
+//! [`balancer`] module routes each resume to another instance than the one that served the cut
+//! response. With [`ServerStore::Memory`] that instance holds none of the stream (a miss); with a
+//! shared [`ServerStore::Redis`] it replays it.
 //!
 //! A `tools/call` response is produced whole when the request arrives: every event is appended to the
 //! session's [`ReplayBuffer`] (so it can be replayed however the connection ends), then written from its
@@ -58,6 +66,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod balancer;
 mod tools;
 
 use std::collections::{HashMap, VecDeque};
@@ -79,7 +88,9 @@ use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
-use ssegate::replay::{self, Miss, MissReason, ReplayBuffer, StreamId};
+use ssegate::replay::{
+    self, Miss, MissReason, RedisStore, ReplayBuffer, ReplayStore, StoreError, StreamId,
+};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -273,6 +284,110 @@ impl FromStr for ServerMode {
     }
 }
 
+/// Where the server keeps the events it sent, for `GET` + `Last-Event-ID` ([`ServerConfig::store`]).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub enum ServerStore {
+    /// A [`ReplayBuffer`] per session in this process (the default): only this instance can replay.
+    /// Every [`ServerMode`] applies.
+    #[default]
+    Memory,
+    /// A [`RedisStore`] shared by every instance: a resume may land on any of them. `tools/call`
+    /// streams are appended to Redis and every resume is replayed from it, whatever the
+    /// [`ServerMode`] (the mode's pins and restarts are in-memory behaviours); a miss is `409`, an
+    /// unreachable Redis `503` with `Retry-After` (never an empty `200`), on `POST` as on `GET`.
+    /// `tools/list` streams stay in the session's in-memory buffer.
+    Redis(RedisStore),
+}
+
+impl ServerStore {
+    /// `memory` or `redis`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ServerStore::Memory => "memory",
+            ServerStore::Redis(_) => "redis",
+        }
+    }
+}
+
+/// A session table shared by several server instances in one process ([`ServerConfig::sessions`]):
+/// what a load-balanced deployment keeps in a shared database, so that every instance knows every
+/// session (its id and protocol version). Replay stores are not shared through it: with
+/// [`ServerStore::Memory`], an instance that learns a session here starts with an empty buffer.
+/// Cheap to clone (one table). Holds at most [`capacity`](Self::new) sessions, forgetting the oldest
+/// first.
+#[derive(Clone, Debug)]
+pub struct SessionDirectory {
+    inner: Arc<Mutex<DirectoryInner>>,
+}
+
+#[derive(Debug)]
+struct DirectoryInner {
+    capacity: usize,
+    versions: HashMap<String, ProtocolVersion>,
+    order: VecDeque<String>,
+}
+
+impl Default for SessionDirectory {
+    /// A table of at most 4096 sessions.
+    fn default() -> Self {
+        SessionDirectory::new(4096)
+    }
+}
+
+impl SessionDirectory {
+    /// An empty table holding at most `capacity` sessions (at least 1).
+    pub fn new(capacity: usize) -> SessionDirectory {
+        SessionDirectory {
+            inner: Arc::new(Mutex::new(DirectoryInner {
+                capacity: capacity.max(1),
+                versions: HashMap::new(),
+                order: VecDeque::new(),
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, DirectoryInner> {
+        // Every update is complete before the lock is released.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sessions known.
+    pub fn len(&self) -> usize {
+        self.lock().versions.len()
+    }
+
+    /// Whether no session is known.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The protocol version of session `id`, when known.
+    pub fn version(&self, id: &str) -> Option<ProtocolVersion> {
+        self.lock().versions.get(id).copied()
+    }
+
+    fn insert(&self, id: &str, version: ProtocolVersion) {
+        let mut d = self.lock();
+        if d.versions.insert(id.to_owned(), version).is_none() {
+            d.order.push_back(id.to_owned());
+        }
+        while d.versions.len() > d.capacity {
+            let Some(oldest) = d.order.pop_front() else {
+                break;
+            };
+            d.versions.remove(&oldest);
+        }
+    }
+
+    fn remove(&self, id: &str) {
+        let mut d = self.lock();
+        if d.versions.remove(id).is_some() {
+            d.order.retain(|s| s != id);
+        }
+    }
+}
+
 /// The server's settings. Setters take `&mut self` and chain; [`ServerConfig::start`] binds and serves.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -291,6 +406,8 @@ pub struct ServerConfig {
     max_calls_per_session: usize,
     max_connections: usize,
     header_read_timeout: Duration,
+    store: ServerStore,
+    sessions: Option<SessionDirectory>,
 }
 
 impl Default for ServerConfig {
@@ -316,6 +433,8 @@ impl Default for ServerConfig {
             max_calls_per_session: 8,
             max_connections: 256,
             header_read_timeout: Duration::from_secs(30),
+            store: ServerStore::Memory,
+            sessions: None,
         }
     }
 }
@@ -414,6 +533,22 @@ impl ServerConfig {
         self
     }
 
+    /// Where sent events are kept for resumption: [`ServerStore::Memory`] (the default) or a shared
+    /// [`ServerStore::Redis`].
+    pub fn store(&mut self, store: ServerStore) -> &mut Self {
+        self.store = store;
+        self
+    }
+
+    /// A session table shared with other instances (none by default: sessions are this instance's
+    /// own). Sessions opened here are added to it; a request naming a session this instance does not
+    /// hold, but the table does, adopts it (with an empty in-memory buffer); `DELETE` on any instance
+    /// removes it, and a session the table no longer knows is gone (`404`) on every instance.
+    pub fn sessions(&mut self, directory: SessionDirectory) -> &mut Self {
+        self.sessions = Some(directory);
+        self
+    }
+
     /// The replay limits each session actually uses (with the mode's pins applied).
     pub fn effective_replay(&self) -> replay::Config {
         let mut c = self.replay.clone();
@@ -478,6 +613,10 @@ pub struct ServerStats {
     pub empty_replies: u64,
     /// Requests refused with JSON-RPC `-32602` (an argument out of range).
     pub invalid_params: u64,
+    /// Sessions this instance learned from the shared [`SessionDirectory`] (opened by another one).
+    pub sessions_adopted: u64,
+    /// Requests answered `503` because the replay store could not be reached.
+    pub store_unavailable: u64,
 }
 
 #[derive(Debug, Default)]
@@ -495,6 +634,8 @@ struct Stats {
     restarts: AtomicU64,
     empty_replies: AtomicU64,
     invalid_params: AtomicU64,
+    sessions_adopted: AtomicU64,
+    store_unavailable: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -518,6 +659,8 @@ impl Stats {
             restarts: get(&self.restarts),
             empty_replies: get(&self.empty_replies),
             invalid_params: get(&self.invalid_params),
+            sessions_adopted: get(&self.sessions_adopted),
+            store_unavailable: get(&self.store_unavailable),
         }
     }
 }
@@ -646,22 +789,65 @@ impl Shared {
         }
     }
 
-    /// The live session `id`, marked as used now; an expired one is removed.
+    /// The live session `id`, marked as used now; an expired one is removed. A session this instance
+    /// does not hold but the shared [`SessionDirectory`] knows is adopted, with an empty buffer.
     fn session(&self, id: &str) -> Option<Arc<SessionEntry>> {
         let now = self.now_ms();
-        let mut sessions = self.lock();
-        let entry = sessions.get(id)?;
-        if self.expired(entry, now) {
-            sessions.remove(id);
-            bump(&self.stats.sessions_expired);
-            return None;
+        {
+            let mut sessions = self.lock();
+            if let Some(entry) = sessions.get(id) {
+                // Ended (or forgotten) through the shared directory by another instance.
+                let gone = self
+                    .config
+                    .sessions
+                    .as_ref()
+                    .is_some_and(|d| d.version(id).is_none());
+                if gone {
+                    sessions.remove(id);
+                    return None;
+                }
+                if self.expired(entry, now) {
+                    sessions.remove(id);
+                    bump(&self.stats.sessions_expired);
+                    if let Some(d) = &self.config.sessions {
+                        d.remove(id);
+                    }
+                    return None;
+                }
+                entry.last_used.store(now, Ordering::Relaxed);
+                return Some(Arc::clone(entry));
+            }
         }
-        entry.last_used.store(now, Ordering::Relaxed);
-        Some(Arc::clone(entry))
+        let version = self.config.sessions.as_ref()?.version(id)?;
+        debug!(session = id, "adopted a session from the shared directory");
+        bump(&self.stats.sessions_adopted);
+        let entry = self.new_entry(version);
+        self.insert_local(id.to_owned(), entry);
+        self.lock().get(id).map(Arc::clone)
     }
 
-    /// Adds a session: expired ones are dropped first, then the least recently used while at the cap.
+    fn new_entry(&self, version: ProtocolVersion) -> SessionEntry {
+        SessionEntry {
+            version,
+            last_used: AtomicU64::new(self.now_ms()),
+            state: Mutex::new(Session {
+                replay: ReplayBuffer::new(self.replay.clone()),
+                calls: VecDeque::new(),
+            }),
+        }
+    }
+
+    /// Adds a session, and to the shared directory when there is one.
     fn insert(&self, id: String, entry: SessionEntry) {
+        if let Some(d) = &self.config.sessions {
+            d.insert(&id, entry.version);
+        }
+        self.insert_local(id, entry);
+    }
+
+    /// Adds a session here: expired ones are dropped first, then the least recently used while at the
+    /// cap.
+    fn insert_local(&self, id: String, entry: SessionEntry) {
         let mut sessions = self.lock();
         self.prune_expired(&mut sessions);
         while sessions.len() >= self.config.max_sessions {
@@ -680,6 +866,9 @@ impl Shared {
     }
 
     fn remove(&self, id: &str) -> bool {
+        if let Some(d) = &self.config.sessions {
+            d.remove(id);
+        }
         self.lock().remove(id).is_some()
     }
 }
@@ -873,7 +1062,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     }
     match *req.method() {
         Method::POST => post(shared, &ctx, req).await,
-        Method::GET => resume(shared, &ctx, req.headers()),
+        Method::GET => resume(shared, &ctx, req.headers()).await,
         Method::DELETE => delete(shared, &ctx),
         _ => {
             let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
@@ -1029,7 +1218,7 @@ async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Bo
                 Err(e) => internal_error(&id, &e),
             }
         }
-        "tools/call" => tools_call(shared, &entry, &msg, id),
+        "tools/call" => tools_call(shared, &entry, &msg, id).await,
         _ => rpc_error(StatusCode::OK, &id, -32601, "method not found", None),
     }
 }
@@ -1043,17 +1232,7 @@ fn initialize(shared: &Shared, msg: &Value, id: Value) -> Response<Body> {
         }
     };
     let version = ProtocolVersion::negotiate(msg["params"]["protocolVersion"].as_str());
-    shared.insert(
-        session.clone(),
-        SessionEntry {
-            version,
-            last_used: AtomicU64::new(shared.now_ms()),
-            state: Mutex::new(Session {
-                replay: ReplayBuffer::new(shared.replay.clone()),
-                calls: VecDeque::new(),
-            }),
-        },
-    );
+    shared.insert(session.clone(), shared.new_entry(version));
     bump(&shared.stats.sessions_opened);
     tracing::Span::current().record("session", session.as_str());
     let result = json!({
@@ -1084,7 +1263,12 @@ fn int_arg(args: &Value, name: &str, default: u64, max: u64) -> Result<u64, Valu
     }
 }
 
-fn tools_call(shared: &Shared, entry: &SessionEntry, msg: &Value, id: Value) -> Response<Body> {
+async fn tools_call(
+    shared: &Shared,
+    entry: &SessionEntry,
+    msg: &Value,
+    id: Value,
+) -> Response<Body> {
     let params = &msg["params"];
     let args = &params["arguments"];
     let config = &shared.config;
@@ -1135,6 +1319,12 @@ fn tools_call(shared: &Shared, entry: &SessionEntry, msg: &Value, id: Value) -> 
         token,
         tool,
     };
+    if let ServerStore::Redis(store) = &shared.config.store {
+        return match run_call_redis(shared, store.clone(), &call).await {
+            Ok(frames) => sse(frames),
+            Err(retry_after) => unavailable(shared, retry_after),
+        };
+    }
     match run_call(shared, entry, call) {
         Ok(frames) => sse(frames),
         Err((id, e)) => internal_error(&id, &e),
@@ -1218,7 +1408,89 @@ fn run_call(
     Ok(frames)
 }
 
-fn resume(shared: &Shared, ctx: &Ctx, headers: &HeaderMap) -> Response<Body> {
+/// Produces a call's whole response into a new stream of the shared Redis store; returns the frames
+/// to write, or the retry hint when Redis cannot be reached (or refuses the stream it just opened).
+async fn run_call_redis(
+    shared: &Shared,
+    mut store: RedisStore,
+    call: &Call,
+) -> Result<Vec<Bytes>, Duration> {
+    let retry_after = store.config().retry_after;
+    let messages = call.messages();
+    let stream = store.open_stream().await.map_err(|e| match e {
+        StoreError::Unavailable { retry_after } => retry_after,
+        _ => retry_after,
+    })?;
+    let append_failed = |e: replay::AppendError| match e {
+        replay::AppendError::Unavailable { retry_after } => retry_after,
+        other => {
+            warn!(error = %other, "the Redis store refused an append");
+            retry_after
+        }
+    };
+    let mut frames = Vec::with_capacity(messages.len() + 1);
+    let prime = store
+        .append(&stream, None, b"", Some(shared.config.retry_ms))
+        .await
+        .map_err(append_failed)?;
+    frames.push(prime.frame);
+    for m in &messages {
+        let appended = store
+            .append(&stream, None, m, None)
+            .await
+            .map_err(append_failed)?;
+        frames.push(appended.frame);
+    }
+    // Closing only marks the end; a failure here leaves the events replayable.
+    if let Err(e) = store.close_stream(&stream).await {
+        debug!(error = %e, "closing the Redis stream failed");
+    }
+    bump(&shared.stats.streams);
+    debug!(%stream, events = frames.len(), "tools/call stream produced into Redis");
+    Ok(frames)
+}
+
+/// `503 Service Unavailable` with `Retry-After`: the replay store cannot be reached.
+fn unavailable(shared: &Shared, retry_after: Duration) -> Response<Body> {
+    bump(&shared.stats.store_unavailable);
+    let mut r = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &Value::Null,
+        -32000,
+        "replay store unavailable",
+        Some(json!({"retryAfterMs": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX)})),
+    );
+    let secs = retry_after.as_millis().div_ceil(1000).max(1);
+    r.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(u64::try_from(secs).unwrap_or(u64::MAX)),
+    );
+    r
+}
+
+/// A resume served from the shared Redis store, whatever the mode: the replay, or `409` on a miss,
+/// or `503` when Redis cannot be reached.
+async fn resume_redis(shared: &Shared, mut store: RedisStore, last: &str) -> Response<Body> {
+    let stats = &shared.stats;
+    match store.replay_after(last).await {
+        Ok(replay) => {
+            bump(&stats.replays);
+            debug!(frames = replay.frames.len(), "replayed from Redis");
+            sse(replay.frames)
+        }
+        Err(miss) if miss.reason == MissReason::Unavailable => {
+            debug!("Redis unavailable: 503");
+            unavailable(shared, miss.retry_after)
+        }
+        Err(miss) => {
+            bump(&stats.misses);
+            debug!(reason = %miss.reason, "Redis replay miss answered 409");
+            conflict(&miss, last)
+        }
+    }
+}
+
+async fn resume(shared: &Shared, ctx: &Ctx, headers: &HeaderMap) -> Response<Body> {
     let (_, entry) = match check_session(shared, ctx) {
         Ok(s) => s,
         Err(e) => return e.response(),
@@ -1239,6 +1511,12 @@ fn resume(shared: &Shared, ctx: &Ctx, headers: &HeaderMap) -> Response<Body> {
     let stats = &shared.stats;
     bump(&stats.resumes);
     let mode = shared.config.mode;
+    if let ServerStore::Redis(store) = &shared.config.store {
+        let span = debug_span!("resume", %mode, last_event_id = last);
+        return resume_redis(shared, store.clone(), last)
+            .instrument(span)
+            .await;
+    }
     let _span = debug_span!("resume", %mode, last_event_id = last).entered();
     if mode == ServerMode::Restart {
         let call = replay::parse_id(last).and_then(|(stream, _)| {
@@ -1389,6 +1667,42 @@ mod tests {
         assert_eq!(int_arg(&args, "f", 1, 5), Ok(1));
         assert_eq!(int_arg(&args, "missing", 1, 5), Ok(1));
         assert_eq!(int_arg(&json!(null), "a", 2, 5), Ok(2));
+    }
+
+    #[test]
+    fn the_session_directory_is_bounded_oldest_first() {
+        let d = SessionDirectory::new(2);
+        d.insert("a", ProtocolVersion::V2025_06_18);
+        d.insert("b", ProtocolVersion::LATEST);
+        d.insert("a", ProtocolVersion::V2025_06_18); // known already: not a new entry
+        assert_eq!(d.len(), 2);
+        d.insert("c", ProtocolVersion::LATEST);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.version("a"), None);
+        assert_eq!(d.version("b"), Some(ProtocolVersion::LATEST));
+        d.remove("b");
+        assert_eq!((d.len(), d.version("c").is_some()), (1, true));
+        assert_eq!(SessionDirectory::new(0).lock().capacity, 1);
+    }
+
+    /// A session opened on one instance is adopted by another sharing the directory, with an empty
+    /// buffer; a `DELETE` on either forgets it for both.
+    #[test]
+    fn instances_sharing_a_directory_adopt_each_others_sessions() {
+        let d = SessionDirectory::default();
+        let mut config = ServerConfig::default();
+        config.sessions(d.clone());
+        let (a, b) = (Shared::new(config.clone()), Shared::new(config));
+        a.insert("s".to_owned(), a.new_entry(ProtocolVersion::V2025_06_18));
+        let adopted = b.session("s").expect("known through the directory");
+        assert_eq!(adopted.version, ProtocolVersion::V2025_06_18);
+        assert_eq!(adopted.lock().replay.streams(), 0);
+        assert_eq!(b.stats.snapshot().sessions_adopted, 1);
+        assert!(b.session("t").is_none());
+        assert!(b.remove("s"));
+        assert!(d.is_empty());
+        assert!(a.session("s").is_none(), "ended for every instance");
+        assert!(Shared::new(ServerConfig::default()).session("s").is_none());
     }
 
     #[test]
