@@ -729,11 +729,12 @@ impl Drive {
         self.done = true;
         self.body = None;
         self.stream = None;
-        if let Some(id) = self.last_id.clone() {
-            self.inner.park(id, Parked::Refused);
-        }
         let outstanding = failure.outstanding().to_vec();
         if outstanding.is_empty() {
+            // rmcp reconnects after this error: its reconnect must find the refusal.
+            if let Some(id) = self.last_id.clone() {
+                self.inner.park(id, Parked::Refused);
+            }
             self.queue
                 .push_back(Err(SseError::Body(Box::new(Error::Refused(failure)))));
             return;
