@@ -389,9 +389,10 @@ impl GuardedHttpClient {
         &self,
         target: Target<'_>,
         mut stream: ResumableStream,
-        mut last_event_id: Option<Bytes>,
+        key: Option<String>,
         resuming: bool,
     ) -> HttpResult<SseStream> {
+        let mut last_event_id: Option<Bytes> = None;
         let Target {
             uri,
             session_id,
@@ -406,7 +407,7 @@ impl GuardedHttpClient {
                 match stream.poll() {
                     Some(Output::Reconnect(r)) => last_event_id = r.last_event_id,
                     Some(Output::Failed(failure)) => {
-                        let drive = Drive::new(self.inner.clone(), stream, None, None);
+                        let drive = Drive::new(self.inner.clone(), stream, None, key);
                         return Ok(drive.failed(failure));
                     }
                     Some(_) => continue,
@@ -480,11 +481,8 @@ impl GuardedHttpClient {
             match stream.reconnect_response(&answer, Instant::now()) {
                 Answer::Read => {
                     let body = response.bytes_stream().boxed();
-                    let last = last_event_id
-                        .as_deref()
-                        .map(|id| String::from_utf8_lossy(id).into_owned());
                     return Ok(
-                        Drive::new(self.inner.clone(), stream, Some(body), last).into_stream()
+                        Drive::new(self.inner.clone(), stream, Some(body), key).into_stream()
                     );
                 }
                 Answer::Drop => continue,
@@ -989,18 +987,27 @@ impl StreamableHttpClient for GuardedHttpClient {
             custom_headers,
         };
         match parked {
-            Some(Parked::Resumable(stream)) => self.get_guarded(target, *stream, None, true).await,
-            // The stream was refused: stop rmcp's reconnect loop (the refusal was reported).
+            Some(Parked::Resumable(stream)) => {
+                self.get_guarded(target, *stream, last_event_id, true).await
+            }
+            // The stream was refused (and the refusal reported), or its state is gone (pushed
+            // out, see `Config::max_tracked`): nothing can verify a resume, so stop rmcp's
+            // reconnect loop (this is one of the errors it does not retry).
             Some(Parked::Refused) => Err(StreamableHttpError::ServerDoesNotSupportSse),
+            None if last_event_id.is_some() => {
+                debug!(
+                    ?last_event_id,
+                    "a resume of a stream this client does not track"
+                );
+                Err(StreamableHttpError::ServerDoesNotSupportSse)
+            }
             None => {
-                // A new standalone stream (or one this client never saw: its resume is
-                // guarded from here on).
+                // A new standalone stream.
                 let stream = self
                     .inner
                     .session(session_id.as_ref(), max_sse_event_size)
                     .listen_stream();
-                self.get_guarded(target, stream, last_event_id.map(Bytes::from), false)
-                    .await
+                self.get_guarded(target, stream, None, false).await
             }
         }
     }
@@ -1051,6 +1058,49 @@ mod tests {
         other.code = ::rmcp::model::ErrorCode(-32_000);
         assert_eq!(client.failure_of(&other), None, "another code");
         assert_eq!(client.failure_of(&error(tokens[1])), Some(failure));
+    }
+
+    /// A refusal on a stream with nothing outstanding reaches rmcp as an error the application can
+    /// downcast, and rmcp's reconnect after it gets an error rmcp does not retry.
+    #[tokio::test]
+    async fn refusal_without_outstanding_is_a_downcastable_error_that_stops_reconnects() {
+        let http = build_http(&ClientConfig::default()).expect("default HTTP client");
+        let client = GuardedHttpClient::with_http(http, &Config::default());
+        let failure = Failure::NoProgress {
+            resumes: 4,
+            outstanding: Vec::new(),
+        };
+        let drive = Drive::new(
+            client.inner.clone(),
+            ResumableStream::new(),
+            None,
+            Some("7".to_owned()),
+        );
+        let mut items = drive.failed(failure.clone());
+        let Some(Err(SseError::Body(error))) = items.next().await else {
+            panic!("expected an error item");
+        };
+        match error.downcast_ref::<Error>() {
+            Some(Error::Refused(f)) => assert_eq!(*f, failure),
+            other => panic!("{other:?}"),
+        }
+        assert!(items.next().await.is_none(), "the stream ends");
+        assert_eq!(client.parked(), 1);
+        // No request is sent: the URI is never contacted.
+        let reconnect = client
+            .get_stream(
+                "http://127.0.0.1:9/mcp".into(),
+                None,
+                Some("7".to_owned()),
+                None,
+                HashMap::new(),
+            )
+            .await;
+        assert!(matches!(
+            reconnect,
+            Err(StreamableHttpError::ServerDoesNotSupportSse)
+        ));
+        assert_eq!(client.parked(), 0);
     }
 
     #[test]
