@@ -143,3 +143,48 @@ async fn rmcp_calls_through_cuts_are_intact_or_refused() {
     .expect("bounded time");
     assert!(started.elapsed() < LIMIT);
 }
+
+/// rmcp's `max_sse_event_size` is the decoder's `max_event`: a result over it never reaches rmcp
+/// (a typed refusal instead, in bounded time); the same call under a limit that holds it succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_event_size_limit_is_the_decoders() {
+    tokio::time::timeout(LIMIT, async {
+        let want = expected_text();
+        let (server, proxy) = start(ServerMode::Buffered).await;
+        for (limit, fits) in [(RESULT * 2, true), (RESULT / 2, false)] {
+            let mut config = ClientConfig::default();
+            config.reuse_connections(false);
+            let http = GuardedHttpClient::new(config).unwrap();
+            let transport = StreamableHttpClientTransport::with_client(
+                http.clone(),
+                StreamableHttpClientTransportConfig::with_uri(format!(
+                    "http://{}/mcp",
+                    proxy.addr()
+                ))
+                .max_sse_event_size(limit),
+            );
+            let client = ().serve(transport).await.unwrap();
+            let t0 = Instant::now();
+            let outcome = client.call_tool(big_result()).await;
+            if fits {
+                let result = outcome.unwrap();
+                assert!(result.content[0].as_text().unwrap().text == want);
+            } else {
+                let Err(ServiceError::McpError(error)) = outcome else {
+                    panic!("limit {limit}: expected a refusal, got {outcome:?}");
+                };
+                assert_eq!(error.code.0, REFUSED, "{error:?}");
+                let failure = http.failure_of(&error).expect("the typed failure");
+                // The decoder drops the event over its limit and the stream goes on; resumes
+                // that replay it bring nothing, so the core stops after its stalled-resume limit.
+                assert_eq!(failure.outstanding().len(), 1, "{failure:?}");
+                assert!(t0.elapsed() < Duration::from_secs(10));
+            }
+            client.cancel().await.unwrap();
+        }
+        proxy.shutdown().await;
+        server.shutdown().await;
+    })
+    .await
+    .expect("bounded time");
+}
