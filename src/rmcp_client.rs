@@ -1,6 +1,5 @@
-//! rmcp drop-in: [`GuardedHttpClient`] implements rmcp 3.x's
-//! [`StreamableHttpClient`](::rmcp::transport::streamable_http_client::StreamableHttpClient) on the
-//! guarded client's HTTP stack (feature `rmcp`).
+//! rmcp drop-in: [`GuardedHttpClient`] implements rmcp 3.x's [`StreamableHttpClient`] on the guarded
+//! client's HTTP stack (feature `rmcp`).
 //!
 //! ```no_run
 //! use rmcp::ServiceExt;

@@ -18,6 +18,7 @@ use ssegate::resume::Failure;
 use ssegate::rmcp::{GuardedHttpClient, REFUSED};
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{RunningServer, ServerConfig, ServerMode, expected_result};
+use ssegate_testkit::tls::TlsFront;
 
 const RESULT: usize = 64 << 10;
 const SEED: u64 = 42;
@@ -182,6 +183,43 @@ async fn rmcp_event_size_limit_is_the_decoders() {
             }
             client.cancel().await.unwrap();
         }
+        proxy.shutdown().await;
+        server.shutdown().await;
+    })
+    .await
+    .expect("bounded time");
+}
+
+/// The field client's HTTPS setup carries over: a custom root and a bearer token (a header of the
+/// `ClientConfig`), through the test kit's TLS front.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_over_https_with_the_field_clients_config() {
+    tokio::time::timeout(LIMIT, async {
+        const TOKEN: &str = "s3cret-token";
+        let (server, proxy) = start(ServerMode::Strict).await;
+        let front = TlsFront::start(server.addr(), Some(format!("Bearer {TOKEN}")))
+            .await
+            .unwrap();
+        let mut config = ClientConfig::default();
+        config
+            .root_certificate_pem(front.cert_pem().as_bytes())
+            .bearer_token(TOKEN);
+        let transport = StreamableHttpClientTransport::with_client(
+            GuardedHttpClient::new(config).unwrap(),
+            StreamableHttpClientTransportConfig::with_uri(front.url()),
+        );
+        let client = ().serve(transport).await.unwrap();
+        let result = client.call_tool(big_result()).await.unwrap();
+        assert!(result.content[0].as_text().unwrap().text == expected_text());
+        assert!(front.handshakes() >= 1);
+        client.cancel().await.unwrap();
+
+        // Without the root, the default client refuses the self-signed certificate.
+        let transport = StreamableHttpClientTransport::with_client(
+            GuardedHttpClient::default(),
+            StreamableHttpClientTransportConfig::with_uri(front.url()),
+        );
+        assert!(().serve(transport).await.is_err());
         proxy.shutdown().await;
         server.shutdown().await;
     })
