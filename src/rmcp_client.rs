@@ -887,12 +887,13 @@ impl StreamableHttpClient for GuardedHttpClient {
             )));
         }
         if is_sse {
-            let session = self
-                .inner
-                .session(session_id.as_ref(), limits.max_sse_event_size);
             let stream = match request_id {
-                Some(id) => session.request_stream(id),
-                None => session.listen_stream(),
+                Some(id) => self
+                    .inner
+                    .session(session_id.as_ref(), limits.max_sse_event_size)
+                    .request_stream(id),
+                // A stream answering a notification owes nothing: it finishes at its end.
+                None => self.inner.stream_config(limits.max_sse_event_size).build(),
             };
             let body = response.bytes_stream().boxed();
             let drive = Drive::new(self.inner.clone(), stream, Some(body), None);
