@@ -17,3 +17,6 @@ pub mod testing;
 pub mod client;
 #[cfg(feature = "client")]
 pub mod probe;
+#[cfg(feature = "rmcp")]
+#[path = "rmcp_client.rs"]
+pub mod rmcp;

@@ -165,14 +165,14 @@ impl Handler for DefaultHandler {}
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ClientConfig {
-    stream: resume::Config,
-    headers: HeaderMap,
+    pub(crate) stream: resume::Config,
+    pub(crate) headers: HeaderMap,
     roots: Vec<Vec<u8>>,
     only_custom_roots: bool,
     protocol_version: String,
     max_attempts: u32,
     connect_timeout: Duration,
-    max_json_body: usize,
+    pub(crate) max_json_body: usize,
     client_name: String,
     reuse_connections: bool,
     proxy: Option<String>,
@@ -545,7 +545,7 @@ impl fmt::Debug for Client {
     }
 }
 
-fn build_http(config: &ClientConfig) -> Result<reqwest::Client, ClientError> {
+pub(crate) fn build_http(config: &ClientConfig) -> Result<reqwest::Client, ClientError> {
     // reqwest is built without a default crypto provider; ring is ssegate's. Installing twice is
     // harmless (the first one stays).
     let _ = rustls::crypto::ring::default_provider().install_default();
