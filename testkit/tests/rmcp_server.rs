@@ -1,0 +1,244 @@
+//! A real rmcp 3.11 server (`StreamableHttpService` with rmcp's `LocalSessionManager`, hosted on
+//! hyper in-process) behind the fault proxy, with a tool `big_result` that returns ~1 MiB of text.
+//! The guarded field client calls it uncut and cut in the middle of the result: the result is
+//! intact or a typed error, never torn and never duplicated, and what the client does follows the
+//! guard's rules for what rmcp answers on the resume.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use ssegate::client::{CallOptions, Client, ClientConfig, ClientError, Response, Retry};
+use ssegate::guard::Torn;
+use ssegate::resume::Failure;
+use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
+
+const LIMIT: Duration = Duration::from_secs(25);
+/// The SSE `retry` rmcp sends in its priming events (and so the client's reconnect delay).
+const RETRY: Duration = Duration::from_millis(20);
+
+/// ~1 MiB of deterministic text (plain ASCII, with characters JSON escapes).
+fn big_text() -> String {
+    let mut s = String::with_capacity(1 << 20);
+    let mut i = 0u32;
+    while s.len() < (1 << 20) {
+        s.push_str(&format!(
+            "line {i:06}: \"quoted\" \\ tab\t ssegate big_result\n"
+        ));
+        i += 1;
+    }
+    s
+}
+
+/// The rmcp server's handler: one tool, counting its runs.
+#[derive(Clone)]
+struct Big {
+    runs: Arc<AtomicU32>,
+    text: Arc<String>,
+}
+
+impl ServerHandler for Big {
+    #[allow(deprecated)]
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != "big_result" {
+            return Err(ErrorData::invalid_params("unknown tool", None));
+        }
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(CallToolResult::success(vec![ContentBlock::text(self.text.as_str())]).into())
+    }
+}
+
+/// Stops the server's accept loop when dropped.
+struct Shutdown(tokio::task::JoinHandle<()>);
+
+impl Drop for Shutdown {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// rmcp's server on a free loopback port: sessions, priming events with a short `retry`, rmcp's
+/// own per-request event cache for resumption.
+async fn start_rmcp(handler: Big) -> (SocketAddr, Shutdown) {
+    let config = StreamableHttpServerConfig::default()
+        .with_sse_retry(Some(RETRY))
+        .with_sse_keep_alive(None);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.sse_retry = Some(RETRY);
+    let service: StreamableHttpService<Big, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), config);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let service = service.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req| {
+                    let service = service.clone();
+                    async move { Ok::<_, Infallible>(service.handle(req).await) }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, Shutdown(task))
+}
+
+async fn start() -> (Big, Shutdown, RunningProxy) {
+    let handler = Big {
+        runs: Arc::new(AtomicU32::new(0)),
+        text: Arc::new(big_text()),
+    };
+    let (addr, shutdown) = start_rmcp(handler.clone()).await;
+    let mut pc = ProxyConfig::default();
+    pc.accept_delay(Duration::ZERO).seed(11);
+    let proxy = pc.start(addr).await.unwrap();
+    (handler, shutdown, proxy)
+}
+
+async fn connect(proxy: &RunningProxy) -> Client {
+    let mut config = ClientConfig::default();
+    // Every request on a fresh connection, so a queued cut hits exactly the next request.
+    config.reuse_connections(false);
+    Client::connect(&format!("http://{}/mcp", proxy.addr()), config)
+        .await
+        .unwrap()
+}
+
+/// The tool's text out of a response: exactly one text block.
+fn text_of(response: &Response) -> String {
+    let value: Value = response.message.deserialize().unwrap();
+    assert!(value.get("error").is_none(), "{value}");
+    let content = value["result"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 1, "one block, not a duplicate");
+    content[0]["text"].as_str().unwrap().to_owned()
+}
+
+fn replay_missed(failure: &Failure) -> bool {
+    matches!(
+        failure.refusal().map(|r| &r.kind),
+        Some(Torn::ReplayMissed { .. })
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
+    let started = Instant::now();
+    tokio::time::timeout(LIMIT, async {
+        let (big, _server, proxy) = start().await;
+        let want = big.text.as_str();
+        let client = connect(&proxy).await;
+
+        // Uncut: the exact text, one run, no resume.
+        let before = proxy.stats().bytes_down;
+        let whole = client
+            .call_tool("big_result", json!({}), true)
+            .await
+            .unwrap();
+        let size = proxy.stats().bytes_down - before;
+        assert!(text_of(&whole) == want, "uncut result differs");
+        assert_eq!(whole.outcome.resumes, 0);
+        assert_eq!(big.runs.load(Ordering::SeqCst), 1);
+        assert!(
+            size > 1 << 20,
+            "the result went through the proxy: {size} bytes"
+        );
+
+        // Cut in the middle of the result, a retryable call.
+        proxy.set_next_cut(Cut::At(size / 2));
+        let runs = big.runs.load(Ordering::SeqCst);
+        let outcome = client.call_tool("big_result", json!({}), true).await;
+        assert_eq!(proxy.stats().cuts, 1, "the call was cut");
+        let ran = big.runs.load(Ordering::SeqCst) - runs;
+        match &outcome {
+            Ok(response) => {
+                let o = &response.outcome;
+                eprintln!("rmcp, cut retryable call: {o:?}, tool runs {ran}");
+                assert!(text_of(response) == want, "resumed result differs");
+                assert!(o.resumes >= 1, "the stream was resumed: {o:?}");
+                if o.refusals.iter().any(replay_missed) {
+                    // rmcp lost the response: renegotiated, re-issued, run once more.
+                    assert!(o.renegotiations >= 1, "{o:?}");
+                    assert_eq!(ran as usize, 1 + o.renegotiations as usize, "{o:?}");
+                } else {
+                    // rmcp replayed it from its cache: one run, no new session.
+                    assert_eq!(o.renegotiations, 0, "{o:?}");
+                    assert_eq!(ran, 1, "{o:?}");
+                }
+            }
+            Err(e) => panic!("a retryable call ends with the result: {e}"),
+        }
+
+        // Cut in the middle of the result, a call that must not run twice.
+        proxy.set_next_cut(Cut::At(size / 2));
+        let runs = big.runs.load(Ordering::SeqCst);
+        let mut options = CallOptions::default();
+        options.retry(Retry::Never);
+        let outcome = client
+            .call_with(
+                "tools/call",
+                json!({"name": "big_result", "arguments": {}}),
+                &options,
+            )
+            .await;
+        assert_eq!(proxy.stats().cuts, 2, "the call was cut");
+        let ran = big.runs.load(Ordering::SeqCst) - runs;
+        assert_eq!(ran, 1, "never re-issued");
+        match &outcome {
+            Ok(response) => {
+                eprintln!("rmcp, cut Retry::Never call: {:?}", response.outcome);
+                assert!(text_of(response) == want, "resumed result differs");
+                assert_eq!(response.outcome.renegotiations, 0);
+            }
+            Err(ClientError::OutcomeUnknown {
+                failure, method, ..
+            }) => {
+                eprintln!("rmcp, cut Retry::Never call: outcome unknown: {failure}");
+                assert!(replay_missed(failure), "{failure:?}");
+                assert!(method.contains("big_result"), "{method}");
+            }
+            Err(e) => panic!("expected the result or OutcomeUnknown, got {e:?}"),
+        }
+
+        // The session still works.
+        let again = client
+            .call_tool("big_result", json!({}), true)
+            .await
+            .unwrap();
+        assert!(text_of(&again) == want);
+        client.close().await.unwrap();
+        proxy.shutdown().await;
+    })
+    .await
+    .expect("bounded time");
+    assert!(started.elapsed() < LIMIT);
+}
