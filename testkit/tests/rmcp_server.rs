@@ -22,6 +22,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use ssegate::client::{CallOptions, Client, ClientConfig, ClientError, Response, Retry};
@@ -113,7 +114,7 @@ async fn start_rmcp(handler: Big) -> (SocketAddr, Shutdown) {
     (addr, Shutdown(task))
 }
 
-async fn start() -> (Big, Shutdown, RunningProxy) {
+async fn start() -> (Big, SocketAddr, Shutdown, RunningProxy) {
     let handler = Big {
         runs: Arc::new(AtomicU32::new(0)),
         text: Arc::new(big_text()),
@@ -122,7 +123,7 @@ async fn start() -> (Big, Shutdown, RunningProxy) {
     let mut pc = ProxyConfig::default();
     pc.accept_delay(Duration::ZERO).seed(11);
     let proxy = pc.start(addr).await.unwrap();
-    (handler, shutdown, proxy)
+    (handler, addr, shutdown, proxy)
 }
 
 async fn connect(proxy: &RunningProxy) -> Client {
@@ -143,6 +144,24 @@ fn text_of(response: &Response) -> String {
     content[0]["text"].as_str().unwrap().to_owned()
 }
 
+/// A `GET` + `Last-Event-ID` sent straight to the server on its own connection: the whole answer
+/// (head and body) as text.
+async fn raw_resume(server: SocketAddr, session: &str, version: &str, last: &str) -> String {
+    let mut tcp = tokio::net::TcpStream::connect(server).await.unwrap();
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {server}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: {version}\r\n\
+         Last-Event-ID: {last}\r\nConnection: close\r\n\r\n"
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut answer))
+        .await
+        .expect("rmcp ends the resumed stream")
+        .unwrap();
+    String::from_utf8(answer).unwrap()
+}
+
 fn replay_missed(failure: &Failure) -> bool {
     matches!(
         failure.refusal().map(|r| &r.kind),
@@ -154,7 +173,7 @@ fn replay_missed(failure: &Failure) -> bool {
 async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
     let started = Instant::now();
     tokio::time::timeout(LIMIT, async {
-        let (big, _server, proxy) = start().await;
+        let (big, server, _server, proxy) = start().await;
         let want = big.text.as_str();
         let client = connect(&proxy).await;
 
@@ -179,24 +198,20 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
         let outcome = client.call_tool("big_result", json!({}), true).await;
         assert_eq!(proxy.stats().cuts, 1, "the call was cut");
         let ran = big.runs.load(Ordering::SeqCst) - runs;
-        match &outcome {
-            Ok(response) => {
-                let o = &response.outcome;
-                eprintln!("rmcp, cut retryable call: {o:?}, tool runs {ran}");
-                assert!(text_of(response) == want, "resumed result differs");
-                assert!(o.resumes >= 1, "the stream was resumed: {o:?}");
-                if o.refusals.iter().any(replay_missed) {
-                    // rmcp lost the response: renegotiated, re-issued, run once more.
-                    assert!(o.renegotiations >= 1, "{o:?}");
-                    assert_eq!(ran as usize, 1 + o.renegotiations as usize, "{o:?}");
-                } else {
-                    // rmcp replayed it from its cache: one run, no new session.
-                    assert_eq!(o.renegotiations, 0, "{o:?}");
-                    assert_eq!(ran, 1, "{o:?}");
-                }
-            }
-            Err(e) => panic!("a retryable call ends with the result: {e}"),
-        }
+        let response =
+            outcome.unwrap_or_else(|e| panic!("a retryable call ends with the result: {e}"));
+        let o = &response.outcome;
+        eprintln!("rmcp, cut retryable call: {o:?}, tool runs {ran}");
+        assert!(text_of(&response) == want, "renegotiated result differs");
+        // rmcp had sent the whole response before the cut reached the client, so it answers the
+        // resume with an empty stream: the guard's ReplayMissed, which renegotiates, re-issues
+        // once, and the tool runs once more.
+        assert_eq!(o.resumes, 1, "{o:?}");
+        assert_eq!(o.refusals.len(), 1, "{o:?}");
+        assert!(replay_missed(&o.refusals[0]), "{o:?}");
+        assert_eq!(o.renegotiations, 1, "{o:?}");
+        assert_eq!(o.attempts, 2, "{o:?}");
+        assert_eq!(ran, 2, "run, then re-issued once");
 
         // Cut in the middle of the result, a call that must not run twice.
         proxy.set_next_cut(Cut::At(size / 2));
@@ -213,21 +228,35 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
         assert_eq!(proxy.stats().cuts, 2, "the call was cut");
         let ran = big.runs.load(Ordering::SeqCst) - runs;
         assert_eq!(ran, 1, "never re-issued");
-        match &outcome {
-            Ok(response) => {
-                eprintln!("rmcp, cut Retry::Never call: {:?}", response.outcome);
-                assert!(text_of(response) == want, "resumed result differs");
-                assert_eq!(response.outcome.renegotiations, 0);
-            }
-            Err(ClientError::OutcomeUnknown {
-                failure, method, ..
-            }) => {
-                eprintln!("rmcp, cut Retry::Never call: outcome unknown: {failure}");
-                assert!(replay_missed(failure), "{failure:?}");
-                assert!(method.contains("big_result"), "{method}");
-            }
-            Err(e) => panic!("expected the result or OutcomeUnknown, got {e:?}"),
-        }
+        let Err(ClientError::OutcomeUnknown {
+            failure, method, ..
+        }) = &outcome
+        else {
+            panic!("expected OutcomeUnknown, got {outcome:?}");
+        };
+        eprintln!("rmcp, cut Retry::Never call: {failure}");
+        assert!(replay_missed(failure), "{failure:?}");
+        assert_eq!(failure.outstanding().len(), 1, "{failure:?}");
+        assert!(method.contains("big_result"), "{method}");
+
+        // What rmcp answered, asked directly (not through the client): the same resume on the
+        // same session is a 200 event stream with no event in it.
+        let cursor = failure.refusal().unwrap().cursor.clone().unwrap();
+        let answer = raw_resume(
+            server,
+            &client.session_id().unwrap(),
+            &client.protocol_version().unwrap(),
+            std::str::from_utf8(&cursor).unwrap(),
+        )
+        .await;
+        eprintln!("rmcp's answer to the resume: {answer:?}");
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(
+            head.to_ascii_lowercase().contains("text/event-stream"),
+            "{head}"
+        );
+        assert!(!body.contains("data:") && !body.contains("id:"), "{body:?}");
 
         // The session still works.
         let again = client
