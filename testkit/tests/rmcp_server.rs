@@ -271,3 +271,79 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
     .expect("bounded time");
     assert!(started.elapsed() < LIMIT);
 }
+
+/// An rmcp client on `GuardedHttpClient` against the same rmcp server: uncut, the exact text; cut
+/// in the middle of the result, rmcp's empty resume is refused with a typed error, quickly, and no
+/// reconnect loop goes on behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_on_the_guarded_stack_against_rmcp_server() {
+    use rmcp::ServiceExt;
+    use rmcp::service::ServiceError;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use ssegate::rmcp::{GuardedHttpClient, REFUSED};
+
+    tokio::time::timeout(LIMIT, async {
+        let (big, _addr, _server, proxy) = start().await;
+        let want = big.text.as_str();
+        let mut config = ClientConfig::default();
+        config.reuse_connections(false);
+        let http = GuardedHttpClient::new(config).unwrap();
+        let transport = StreamableHttpClientTransport::with_client(
+            http.clone(),
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr())),
+        );
+        let client = ().serve(transport).await.unwrap();
+        // Let rmcp's standalone GET stream open before a cut is queued.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+
+        let before = proxy.stats().bytes_down;
+        let whole = client
+            .call_tool(CallToolRequestParams::new("big_result"))
+            .await
+            .unwrap();
+        let size = proxy.stats().bytes_down - before;
+        assert_eq!(whole.content.len(), 1);
+        assert!(whole.content[0].as_text().unwrap().text == want, "uncut");
+        assert!(size > 1 << 20, "{size}");
+
+        proxy.set_next_cut(Cut::At(size / 2));
+        let runs = big.runs.load(Ordering::SeqCst);
+        let t0 = Instant::now();
+        let outcome = client
+            .call_tool(CallToolRequestParams::new("big_result"))
+            .await;
+        let took = t0.elapsed();
+        assert_eq!(proxy.stats().cuts, 1, "the call was cut");
+        let Err(ServiceError::McpError(error)) = outcome else {
+            panic!("expected a refusal, got {outcome:?}");
+        };
+        assert_eq!(error.code.0, REFUSED, "{error:?}");
+        let failure = http.failure_of(&error).expect("the typed failure");
+        eprintln!("rmcp client, cut call: {failure} after {took:?}");
+        assert!(replay_missed(&failure), "{failure:?}");
+        assert_eq!(failure.outstanding().len(), 1, "{failure:?}");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+        assert_eq!(big.runs.load(Ordering::SeqCst) - runs, 1, "not re-issued");
+        // No reconnect loop goes on behind the error: no new connection in a while.
+        let connections = proxy.stats().connections;
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        assert_eq!(
+            proxy.stats().connections,
+            connections,
+            "rmcp kept reconnecting"
+        );
+        assert_eq!(http.parked(), 0, "nothing left parked");
+
+        // The session still works after the cut.
+        let again = client
+            .call_tool(CallToolRequestParams::new("big_result"))
+            .await
+            .unwrap();
+        assert!(again.content[0].as_text().unwrap().text == want);
+        client.cancel().await.unwrap();
+        proxy.shutdown().await;
+    })
+    .await
+    .expect("bounded time");
+}
