@@ -369,6 +369,23 @@ where
         &self.config
     }
 
+    /// Runs one of the stream-level scripts (open, close) on `stream`'s two keys with the TTL.
+    async fn run_on_keys(
+        &mut self,
+        script: fn(&Scripts) -> &Script,
+        stream: &RedisStream,
+    ) -> Result<(), StoreError> {
+        let (e, m) = stream.keys();
+        let _: i64 = script(&self.scripts)
+            .key(&e)
+            .key(&m)
+            .arg(self.config.ttl_ms())
+            .invoke_async(&mut self.conn)
+            .await
+            .map_err(|_| self.unavailable())?;
+        Ok(())
+    }
+
     fn unavailable(&self) -> StoreError {
         StoreError::Unavailable {
             retry_after: self.config.retry_after,
@@ -499,16 +516,7 @@ where
 
     async fn open_stream(&mut self) -> Result<RedisStream, StoreError> {
         let stream = RedisStream::random();
-        let (e, m) = stream.keys();
-        let _: i64 = self
-            .scripts
-            .open
-            .key(&e)
-            .key(&m)
-            .arg(self.config.ttl_ms())
-            .invoke_async(&mut self.conn)
-            .await
-            .map_err(|_| self.unavailable())?;
+        self.run_on_keys(|s| &s.open, &stream).await?;
         Ok(stream)
     }
 
@@ -523,17 +531,7 @@ where
     }
 
     async fn close_stream(&mut self, stream: &RedisStream) -> Result<(), StoreError> {
-        let (e, m) = stream.keys();
-        let _: i64 = self
-            .scripts
-            .close
-            .key(&e)
-            .key(&m)
-            .arg(self.config.ttl_ms())
-            .invoke_async(&mut self.conn)
-            .await
-            .map_err(|_| self.unavailable())?;
-        Ok(())
+        self.run_on_keys(|s| &s.close, stream).await
     }
 
     async fn forget_stream(&mut self, stream: &RedisStream) -> Result<(), StoreError> {
