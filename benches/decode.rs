@@ -12,6 +12,12 @@
 //! the 4 MiB groups it runs on a 256 KiB cut of the same event (`eventsource-stream_256KiB`, its own
 //! throughput): its per-byte figure there flatters it, and is still the slowest.
 //!
+//! Each group also times the path a guarded client ships: `ssegate_guarded` (`ResumableStream`:
+//! decoder, exact gate, JSON-RPC peek, content hash, replay window, every message delivered),
+//! `ssegate_guarded+simd_json` (the same, then the application's simd-json parse of each message)
+//! and `ssegate+simd_json` (decode, copy, simd-json parse, no guard: what the guard is priced
+//! against).
+//!
 //! Each group also times `drop_chunks`: dropping the owned chunks without decoding them, one free
 //! each. Any decoder handed owned chunks pays it, so it is the floor under every row (it dominates
 //! with 64-byte chunks). `benches/alloc.rs` counts the allocations.
@@ -26,7 +32,7 @@ mod common;
 use std::hint::black_box;
 
 use bytes::Bytes;
-use common::{DECODERS, Run, big_event, chunks, dense_event, fresh, progress_events};
+use common::{DECODERS, GUARDED, Run, big_event, chunks, dense_event, fresh, progress_events};
 use criterion::measurement::WallTime;
 use criterion::{
     BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main,
@@ -75,6 +81,10 @@ fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usiz
             g.throughput(Throughput::Bytes(input.len() as u64));
             continue;
         }
+        assert_eq!(run(fresh(&owned)), events, "{id} on {name}");
+        bench_decoder(&mut g, id, run, &owned);
+    }
+    for (id, run) in GUARDED {
         assert_eq!(run(fresh(&owned)), events, "{id} on {name}");
         bench_decoder(&mut g, id, run, &owned);
     }

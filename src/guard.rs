@@ -85,7 +85,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
-use crate::gate::{Gate, Verdict};
+use crate::gate::{Gate, TopKeys, Verdict};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};
 use crate::sse::{Data, DecodeError, Decoder, Event, PartialEvent};
 
@@ -801,12 +801,25 @@ impl Guard {
     /// Gates `event`'s data itself and decides. See [`Guard::on_event_with_verdict`].
     pub fn on_event(&mut self, event: Event) -> Result<Decision, TornBoundary> {
         // Only non-empty data can be a message; the verdict is not looked at otherwise.
-        let verdict = if event.data.is_empty() {
-            Verdict::Incomplete
-        } else {
-            self.gate.check(&event.data)
-        };
-        self.on_event_with_verdict(event, verdict)
+        if event.data.is_empty() {
+            return self.decide(event, Verdict::Incomplete, None);
+        }
+        let verdict = self.gate.check(&event.data);
+        let keys = self.gate.top_keys();
+        self.decide(event, verdict, keys)
+    }
+
+    /// Decides about one dispatched event whose data `gate` has just checked: the verdict and the
+    /// top-level keys it recorded on the way, so the JSON-RPC peek does not read the message again.
+    pub(crate) fn on_event_gated(
+        &mut self,
+        event: Event,
+        gate: &Gate,
+    ) -> Result<Decision, TornBoundary> {
+        if event.data.is_empty() {
+            return self.decide(event, Verdict::Incomplete, None);
+        }
+        self.decide(event, gate.verdict(), gate.top_keys())
     }
 
     /// Decides about one dispatched event whose data the caller already gated.
@@ -814,6 +827,16 @@ impl Guard {
         &mut self,
         event: Event,
         verdict: Verdict,
+    ) -> Result<Decision, TornBoundary> {
+        self.decide(event, verdict, None)
+    }
+
+    /// The decision; `keys` are the gate's record of the top-level keys when the caller has one.
+    fn decide(
+        &mut self,
+        event: Event,
+        verdict: Verdict,
+        keys: Option<TopKeys>,
     ) -> Result<Decision, TornBoundary> {
         self.check_failed()?;
         self.stats.events += 1;
@@ -840,7 +863,7 @@ impl Guard {
             if event.data.is_empty() {
                 return Ok(Decision::Skip(Skip::KeepAlive));
             }
-            return self.on_message(event, verdict, own_id);
+            return self.on_message(event, verdict, own_id, keys);
         };
         // A priming event: it moves the cursor and proves nothing, wherever it comes.
         self.conn.events += 1;
@@ -888,6 +911,7 @@ impl Guard {
         event: Event,
         verdict: Verdict,
         own_id: Option<Bytes>,
+        keys: Option<TopKeys>,
     ) -> Result<Decision, TornBoundary> {
         self.conn.events += 1;
         let hash = content_hash(&event.data);
@@ -919,7 +943,10 @@ impl Guard {
             Verdict::Invalid => return Err(self.refuse(Torn::InvalidMessage { id: own_id, bytes })),
         }
         let message = Message::new(event.data);
-        let rpc = message.jsonrpc_peek();
+        let rpc = match &keys {
+            Some(keys) => message.jsonrpc_peek_keys(keys),
+            None => message.jsonrpc_peek(),
+        };
         if let (RpcKind::Response, Some(rpc_id)) = (rpc.kind, &rpc.id) {
             match self.registry.answer(rpc_id, hash) {
                 Response::Identical => {

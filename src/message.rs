@@ -21,6 +21,7 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use simd_json::{BorrowedValue, Buffers, Deserializer, INPUT_PADDING, Tape};
 
+use crate::gate::TopKeys;
 use crate::sse::Data;
 
 /// One complete JSON-RPC message (or batch): the bytes of an event's data, as the decoder's rope of
@@ -199,10 +200,17 @@ impl Message {
     /// string contents, without a parse. Meant for a message the gate judged `Complete`; on anything else
     /// it answers [`RpcKind::Other`] rather than fail.
     pub fn jsonrpc_peek(&self) -> RpcPeek {
-        peek(&self.data).unwrap_or(RpcPeek {
-            kind: RpcKind::Other,
-            id: None,
-        })
+        peek(&self.data).unwrap_or(RpcPeek::OTHER)
+    }
+
+    /// [`Message::jsonrpc_peek`] reading only the top-level keys whose offsets the gate recorded while
+    /// it judged this message `Complete`: the message is not read again.
+    pub(crate) fn jsonrpc_peek_keys(&self, keys: &TopKeys) -> RpcPeek {
+        match keys.offsets() {
+            Some(at) => peek_keys(&self.data, at),
+            None => peek(&self.data),
+        }
+        .unwrap_or(RpcPeek::OTHER)
     }
 }
 
@@ -261,6 +269,13 @@ pub struct RpcPeek {
     pub id: Option<RpcId>,
 }
 
+impl RpcPeek {
+    const OTHER: RpcPeek = RpcPeek {
+        kind: RpcKind::Other,
+        id: None,
+    };
+}
+
 /// Scratch for a key or an id while peeking: inline up to 32 bytes, so peeking a message with
 /// short keys and ids allocates nothing.
 type PeekBuf = smallvec::SmallVec<[u8; 32]>;
@@ -270,14 +285,39 @@ struct Cursor<'a> {
     segs: &'a [Bytes],
     seg: usize,
     pos: usize,
+    /// Message offset of `segs[seg][0]`.
+    base: u64,
 }
 
 impl<'a> Cursor<'a> {
+    fn new(data: &'a Data) -> Cursor<'a> {
+        Cursor {
+            segs: data.segments(),
+            seg: 0,
+            pos: 0,
+            base: 0,
+        }
+    }
+
+    /// Moves forward to message offset `at` (`None` past the end).
+    fn seek(&mut self, at: u64) -> Option<()> {
+        loop {
+            let len = self.segs.get(self.seg)?.len() as u64;
+            if at < self.base + len {
+                self.pos = usize::try_from(at.checked_sub(self.base)?).ok()?;
+                return Some(());
+            }
+            self.base += len;
+            self.seg += 1;
+        }
+    }
+
     fn peek(&mut self) -> Option<u8> {
         while self.seg < self.segs.len() {
             if let Some(&b) = self.segs[self.seg].get(self.pos) {
                 return Some(b);
             }
+            self.base += self.segs[self.seg].len() as u64;
             self.seg += 1;
             self.pos = 0;
         }
@@ -372,12 +412,62 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// What the top-level members read so far say.
+#[derive(Default)]
+struct Members {
+    method: bool,
+    result: bool,
+    id: Option<RpcId>,
+}
+
+impl Members {
+    /// Reads one member, the cursor just past its key's opening quote. With `skip`, leaves the cursor
+    /// after the value; without, it may stop anywhere inside it (the caller jumps to the next key).
+    fn read(&mut self, c: &mut Cursor<'_>, key: &mut PeekBuf, skip: bool) -> Option<()> {
+        key.clear();
+        c.skip_string(Some(key))?;
+        if key.contains(&b'\\') {
+            // Keys are compared unescaped: `"\u0069d"` is `"id"`.
+            let text = unescape(std::str::from_utf8(key).ok()?)?;
+            key.clear();
+            key.extend_from_slice(text.as_bytes());
+        }
+        if c.skip_ws()? != b':' {
+            return None;
+        }
+        c.pos += 1;
+        let first = c.skip_ws()?;
+        match key.as_slice() {
+            b"id" => {
+                let mut raw = PeekBuf::new();
+                c.skip_value(Some(&mut raw))?;
+                self.id = Some(parse_id(first, &raw)?);
+                return Some(());
+            }
+            b"method" => self.method = true,
+            b"result" | b"error" => self.result = true,
+            _ => {}
+        }
+        if skip {
+            c.skip_value(None)?;
+        }
+        Some(())
+    }
+
+    fn peek(self) -> RpcPeek {
+        let kind = match (self.method, self.result, self.id.is_some()) {
+            (true, false, true) => RpcKind::Request,
+            (true, false, false) => RpcKind::Notification,
+            (false, true, true) => RpcKind::Response,
+            _ => RpcKind::Other,
+        };
+        RpcPeek { kind, id: self.id }
+    }
+}
+
+/// The peek that reads the whole message: every top-level value is skipped to find the next key.
 fn peek(data: &Data) -> Option<RpcPeek> {
-    let mut c = Cursor {
-        segs: data.segments(),
-        seg: 0,
-        pos: 0,
-    };
+    let mut c = Cursor::new(data);
     match c.skip_ws()? {
         b'[' => {
             return Some(RpcPeek {
@@ -388,51 +478,42 @@ fn peek(data: &Data) -> Option<RpcPeek> {
         b'{' => c.pos += 1,
         _ => return None,
     }
-    let (mut method, mut result, mut id) = (false, false, None);
+    let mut members = Members::default();
     let mut key = PeekBuf::new();
-    let mut raw = PeekBuf::new();
     loop {
         match c.skip_ws()? {
             b'}' => break,
             b'"' => c.pos += 1,
             _ => return None,
         }
-        key.clear();
-        c.skip_string(Some(&mut key))?;
-        if c.skip_ws()? != b':' {
-            return None;
-        }
-        c.pos += 1;
-        let first = c.skip_ws()?;
-        match key.as_slice() {
-            b"id" => {
-                raw.clear();
-                c.skip_value(Some(&mut raw))?;
-                id = Some(parse_id(first, &raw)?);
-            }
-            b"method" => {
-                method = true;
-                c.skip_value(None)?;
-            }
-            b"result" | b"error" => {
-                result = true;
-                c.skip_value(None)?;
-            }
-            _ => c.skip_value(None)?,
-        }
+        members.read(&mut c, &mut key, true)?;
         match c.skip_ws()? {
             b',' => c.pos += 1,
             b'}' => break,
             _ => return None,
         }
     }
-    let kind = match (method, result, id.is_some()) {
-        (true, false, true) => RpcKind::Request,
-        (true, false, false) => RpcKind::Notification,
-        (false, true, true) => RpcKind::Response,
-        _ => RpcKind::Other,
-    };
-    Some(RpcPeek { kind, id })
+    Some(members.peek())
+}
+
+/// The peek that reads only the top-level keys at `keys` (their opening quotes, as the gate recorded
+/// them while judging the message `Complete`) and the `id` value: nothing else of the message is read.
+fn peek_keys(data: &Data, keys: &[u64]) -> Option<RpcPeek> {
+    let mut c = Cursor::new(data);
+    if keys.is_empty() {
+        // `{}`, or not an object at all: the full peek answers at once.
+        return peek(data);
+    }
+    let mut members = Members::default();
+    let mut key = PeekBuf::new();
+    for &at in keys {
+        c.seek(at)?;
+        if c.next()? != b'"' {
+            return None;
+        }
+        members.read(&mut c, &mut key, false)?;
+    }
+    Some(members.peek())
 }
 
 fn parse_id(first: u8, raw: &[u8]) -> Option<RpcId> {
@@ -592,5 +673,127 @@ mod tests {
         ));
         let top = Message::new(Data::from("42"));
         assert_eq!(top.deserialize::<u32>().unwrap(), 42);
+    }
+
+    /// One top-level member: the key as written, the value as written, and what the value means
+    /// for the peek when the key is `id` (`None`: not a valid id).
+    type Member = (String, String, Option<RpcId>);
+
+    fn member() -> impl proptest::strategy::Strategy<Value = Member> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("jsonrpc"),
+            Just("id"),
+            Just("method"),
+            Just("params"),
+            Just("result"),
+            Just("error"),
+            Just("\\u0069d"),
+            Just("meth\\u006fd"),
+            Just("i\\\"d"),
+            Just("x"),
+        ];
+        let id = prop_oneof![
+            any::<i64>().prop_map(|n| (n.to_string(), RpcId::Number(n))),
+            "[a-z\"\\\\é]{0,40}"
+                .prop_map(|t| { (serde_json::to_string(&t).unwrap(), RpcId::String(t.into())) }),
+            Just(("null".to_owned(), RpcId::Null)),
+            Just(("1.5e3".to_owned(), RpcId::Raw("1.5e3".into()))),
+        ];
+        let leaf = prop_oneof![
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[ -~é\n]{0,200}".prop_map(serde_json::Value::from),
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+        ];
+        let value = leaf.prop_recursive(3, 40, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("[a-z\"]{1,8}", inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        });
+        (key, id, value, any::<bool>()).prop_map(|(key, id, value, pretty)| {
+            let unescaped: String = serde_json::from_str(&format!("\"{key}\"")).unwrap();
+            if unescaped == "id" {
+                (key.to_owned(), id.0, Some(id.1))
+            } else if pretty {
+                (
+                    key.to_owned(),
+                    serde_json::to_string_pretty(&value).unwrap(),
+                    None,
+                )
+            } else {
+                (key.to_owned(), value.to_string(), None)
+            }
+        })
+    }
+
+    /// The peek a JSON-RPC reader would make of these members (last duplicate wins), stated
+    /// without the peek's code: kind from which unescaped keys are present.
+    fn model(members: &[Member]) -> RpcPeek {
+        let names: Vec<String> = members
+            .iter()
+            .map(|(k, _, _)| serde_json::from_str(&format!("\"{k}\"")).unwrap())
+            .collect();
+        let has = |n: &str| names.iter().any(|k| k == n);
+        let id = members
+            .iter()
+            .zip(&names)
+            .rev()
+            .find(|(_, n)| *n == "id")
+            .map(|((_, _, id), _)| id.clone().expect("an id member carries its meaning"));
+        let kind = match (has("method"), has("result") || has("error"), id.is_some()) {
+            (true, false, true) => RpcKind::Request,
+            (true, false, false) => RpcKind::Notification,
+            (false, true, true) => RpcKind::Response,
+            _ => RpcKind::Other,
+        };
+        RpcPeek { kind, id }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// The peek on the gate's recorded keys and the full peek both agree with the model, for
+        /// any rope the message is cut into; with at most `MAX_TOP_KEYS` members the recorded path
+        /// is the one taken.
+        #[test]
+        fn peek_on_recorded_keys_matches_the_model(
+            members in proptest::collection::vec(member(), 0..20),
+            spaced in proptest::prelude::any::<bool>(),
+            cuts in proptest::collection::vec(0usize..100_000, 0..4),
+        ) {
+            let sep = if spaced { " \n " } else { "" };
+            let body: Vec<String> = members
+                .iter()
+                .map(|(k, v, _)| format!("{sep}\"{k}\"{sep}:{sep}{v}{sep}"))
+                .collect();
+            let text = format!("{sep}{{{}}}{sep}", body.join(","));
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut data = Data::new();
+            let mut from = 0;
+            for c in cuts.into_iter().chain([text.len()]) {
+                if c > from {
+                    data.push(Bytes::copy_from_slice(&text.as_bytes()[from..c]));
+                    from = c;
+                }
+            }
+            let want = model(&members);
+            let message = Message::new(data.clone());
+            proptest::prop_assert_eq!(message.jsonrpc_peek(), want.clone(), "{}", text);
+            let mut gate = crate::gate::Gate::new();
+            proptest::prop_assert_eq!(gate.check(&data), crate::gate::Verdict::Complete);
+            let keys = gate.top_keys();
+            if members.len() <= crate::gate::MAX_TOP_KEYS {
+                let recorded = keys.as_ref().and_then(TopKeys::offsets).map(<[u64]>::len);
+                proptest::prop_assert_eq!(recorded, Some(members.len()), "{}", text);
+            }
+            let peeked = match &keys {
+                Some(k) => message.jsonrpc_peek_keys(k),
+                None => message.jsonrpc_peek(),
+            };
+            proptest::prop_assert_eq!(peeked, want, "{}", text);
+        }
     }
 }

@@ -8,6 +8,8 @@ use std::io;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::executor::block_on;
+use ssegate::message::Parser;
+use ssegate::resume::{Output, ResumableStream};
 use ssegate::sse::Decoder;
 
 /// A tool result as MCP servers send it: one JSON-RPC response on one `data:` line, its text a
@@ -133,4 +135,64 @@ pub(crate) const DECODERS: [(&str, Run); 6] = [
     ("eventsource-stream", |c| {
         drain(eventsource_stream::EventStream::new(source(c)))
     }),
+];
+
+/// The path a guarded client runs: `ResumableStream` (decoder, exact gate, JSON-RPC peek, content
+/// hash, replay window) fed the chunks, every delivered message counted. With `parse`, each message
+/// is then parsed by the application with simd-json through [`Parser`] (one copy into its padded
+/// scratch, kept between messages).
+pub(crate) fn guarded(chunks: Vec<Bytes>, parse: bool) -> usize {
+    let mut stream = ResumableStream::new();
+    let mut parser = Parser::new();
+    let now = std::time::Instant::now();
+    let mut n = 0;
+    for c in chunks {
+        stream.feed(c, now);
+        while let Some(out) = stream.poll() {
+            match out {
+                Output::Deliver(d) => {
+                    if parse {
+                        let v = d.message.parse_value(&mut parser).expect("valid JSON");
+                        black_box(&v);
+                    } else {
+                        black_box(&d);
+                    }
+                    n += 1;
+                }
+                Output::Failed(f) => panic!("the guard refused a correct stream: {f}"),
+                _ => {}
+            }
+        }
+    }
+    n
+}
+
+/// The unguarded baseline an application runs: decode, copy each event's data into one reused
+/// buffer, parse it with simd-json (its buffers reused too).
+pub(crate) fn decode_and_parse(chunks: Vec<Bytes>) -> usize {
+    let mut d = Decoder::new();
+    let mut buf = Vec::new();
+    let mut buffers = simd_json::Buffers::default();
+    let mut n = 0;
+    for c in chunks {
+        d.feed(c);
+        while let Some(r) = d.next_event() {
+            let ev = r.expect("no limit is hit");
+            buf.clear();
+            ev.data.copy_to(&mut buf);
+            let v = simd_json::to_borrowed_value_with_buffers(&mut buf, &mut buffers)
+                .expect("valid JSON");
+            black_box(&v);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The shipped path and its parse baselines, by bench id (each row's events are counted as
+/// delivered messages).
+pub(crate) const GUARDED: [(&str, Run); 3] = [
+    ("ssegate_guarded", |c| guarded(c, false)),
+    ("ssegate_guarded+simd_json", |c| guarded(c, true)),
+    ("ssegate+simd_json", decode_and_parse),
 ];

@@ -61,6 +61,32 @@ enum St {
     Invalid,
 }
 
+/// How many top-level keys [`TopKeys`] records before it gives up.
+pub(crate) const MAX_TOP_KEYS: usize = 16;
+
+/// The message offsets of the opening quotes of a top-level object's keys, in order, recorded by the
+/// recogniser as it goes: the JSON-RPC peek jumps to them instead of re-reading the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TopKeys {
+    at: [u64; MAX_TOP_KEYS],
+    len: u8,
+    /// More keys than `at` holds: the record is incomplete and must not be used.
+    overflow: bool,
+}
+
+impl TopKeys {
+    const EMPTY: TopKeys = TopKeys {
+        at: [0; MAX_TOP_KEYS],
+        len: 0,
+        overflow: false,
+    };
+
+    /// The recorded offsets, or `None` when there were more keys than fit.
+    pub(crate) fn offsets(&self) -> Option<&[u64]> {
+        (!self.overflow).then(|| &self.at[..usize::from(self.len)])
+    }
+}
+
 /// The exact recogniser's state.
 #[derive(Clone, Debug)]
 pub(crate) struct Exact {
@@ -77,6 +103,7 @@ pub(crate) struct Exact {
     utf8_start: u64,
     reason: Option<InvalidReason>,
     kernels: Kernels,
+    keys: TopKeys,
 }
 
 impl Exact {
@@ -91,6 +118,7 @@ impl Exact {
             utf8_start: 0,
             reason: None,
             kernels,
+            keys: TopKeys::EMPTY,
         }
     }
 
@@ -104,6 +132,28 @@ impl Exact {
         self.depth = 0;
         self.offset = 0;
         self.reason = None;
+        self.keys.len = 0;
+        self.keys.overflow = false;
+    }
+
+    /// The top-level keys seen so far (meaningful once the verdict is `Complete`).
+    pub(crate) fn top_keys(&self) -> &TopKeys {
+        &self.keys
+    }
+
+    /// A key's opening quote at message offset `at`: recorded when the key is a top-level one.
+    #[inline]
+    fn key_at(&mut self, at: u64) {
+        if self.depth == 1 {
+            let k = &mut self.keys;
+            match k.at.get_mut(usize::from(k.len)) {
+                Some(slot) => {
+                    *slot = at;
+                    k.len += 1;
+                }
+                None => k.overflow = true,
+            }
+        }
     }
 
     /// Makes the next fed byte count as message offset `offset` (the fast path hands a top-level scalar
@@ -236,6 +286,7 @@ impl Exact {
             // trying again, so input the walker cannot take costs little more than the automaton.
             let mut yield_after = WALK_RETRY;
             if n - i >= 64 && self.walkable() {
+                self.offset = base + i as u64;
                 let walked = self.walk(&bytes[i..]);
                 i += walked;
                 if walked >= 64 {
@@ -330,6 +381,9 @@ impl Exact {
                     let end = first_or_64(closing & after(p));
                     if unusual & below(end) & after(p) != 0 {
                         return Err(p);
+                    }
+                    if key {
+                        self.key_at(self.offset + (at + p) as u64);
                     }
                     self.key = key;
                     if end == 64 {
@@ -442,6 +496,7 @@ impl Exact {
                 St::ObjFirst | St::Key => {
                     if !is_ws(b) {
                         if b == b'"' {
+                            self.key_at(at);
                             self.key = true;
                             self.st = St::Str;
                         } else if self.st == St::ObjFirst && (b == b'}' || b == b']') {

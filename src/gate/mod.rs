@@ -59,6 +59,7 @@ use crate::sse::Data;
 pub use simd::Isa;
 
 use exact::Exact;
+pub(crate) use exact::{MAX_TOP_KEYS, TopKeys};
 use simd::Kernels;
 use stage1::Stage1;
 
@@ -302,6 +303,14 @@ impl Gate {
         } else {
             self.fast.reason()
         }
+    }
+
+    /// The message offsets of the top-level object's keys (their opening quotes), recorded in the same
+    /// pass that judged the message; `None` when the fast path judged it or the object has more keys
+    /// than are recorded. Meaningful once the verdict is `Complete`.
+    pub(crate) fn top_keys(&self) -> Option<TopKeys> {
+        let keys = *self.exact.top_keys();
+        (self.exact_answers() && keys.offsets().is_some()).then_some(keys)
     }
 
     /// Forgets the message seen so far, keeping allocations, ready for the next message.

@@ -607,10 +607,7 @@ impl ResumableStream {
                 verdict,
             });
         }
-        match self
-            .guard
-            .on_event_with_verdict(event, verdict.unwrap_or(Verdict::Incomplete))
-        {
+        match self.guard.on_event_gated(event, &self.gate) {
             Ok(Decision::Deliver(d)) => {
                 self.progressed = true;
                 Output::Deliver(d)
