@@ -685,6 +685,18 @@ fn content_hash(data: &Data) -> u64 {
     }
 }
 
+/// Judges `data` with `gate` and hashes it in the same pass over each segment.
+pub(crate) fn gate_and_hash(gate: &mut Gate, data: &Data) -> (Verdict, u64) {
+    match data.segments() {
+        [] | [_] => (gate.check(data), content_hash(data)),
+        _ => {
+            let mut h = Xxh3::new();
+            let verdict = gate.check_with(data, |segment| h.update(segment));
+            (verdict, h.digest())
+        }
+    }
+}
+
 impl Guard {
     /// A guard with the default [`Config`].
     pub fn new() -> Guard {
@@ -802,24 +814,26 @@ impl Guard {
     pub fn on_event(&mut self, event: Event) -> Result<Decision, TornBoundary> {
         // Only non-empty data can be a message; the verdict is not looked at otherwise.
         if event.data.is_empty() {
-            return self.decide(event, Verdict::Incomplete, None);
+            return self.decide(event, Verdict::Incomplete, None, content_hash(&Data::new()));
         }
-        let verdict = self.gate.check(&event.data);
+        let (verdict, hash) = gate_and_hash(&mut self.gate, &event.data);
         let keys = self.gate.top_keys();
-        self.decide(event, verdict, keys)
+        self.decide(event, verdict, keys, hash)
     }
 
-    /// Decides about one dispatched event whose data `gate` has just checked: the verdict and the
-    /// top-level keys it recorded on the way, so the JSON-RPC peek does not read the message again.
+    /// Decides about one dispatched event whose data `gate` has just checked and hashed
+    /// ([`gate_and_hash`]): the verdict, the content hash and the top-level keys the gate recorded on
+    /// the way, so nothing reads the message again.
     pub(crate) fn on_event_gated(
         &mut self,
         event: Event,
         gate: &Gate,
+        hash: u64,
     ) -> Result<Decision, TornBoundary> {
         if event.data.is_empty() {
-            return self.decide(event, Verdict::Incomplete, None);
+            return self.decide(event, Verdict::Incomplete, None, hash);
         }
-        self.decide(event, gate.verdict(), gate.top_keys())
+        self.decide(event, gate.verdict(), gate.top_keys(), hash)
     }
 
     /// Decides about one dispatched event whose data the caller already gated.
@@ -828,15 +842,18 @@ impl Guard {
         event: Event,
         verdict: Verdict,
     ) -> Result<Decision, TornBoundary> {
-        self.decide(event, verdict, None)
+        let hash = content_hash(&event.data);
+        self.decide(event, verdict, None, hash)
     }
 
-    /// The decision; `keys` are the gate's record of the top-level keys when the caller has one.
+    /// The decision; `keys` are the gate's record of the top-level keys when the caller has one,
+    /// `hash` is [`content_hash`] of the data.
     fn decide(
         &mut self,
         event: Event,
         verdict: Verdict,
         keys: Option<TopKeys>,
+        hash: u64,
     ) -> Result<Decision, TornBoundary> {
         self.check_failed()?;
         self.stats.events += 1;
@@ -863,11 +880,10 @@ impl Guard {
             if event.data.is_empty() {
                 return Ok(Decision::Skip(Skip::KeepAlive));
             }
-            return self.on_message(event, verdict, own_id, keys);
+            return self.on_message(event, verdict, own_id, keys, hash);
         };
         // A priming event: it moves the cursor and proves nothing, wherever it comes.
         self.conn.events += 1;
-        let hash = content_hash(&event.data);
         if let Some(seen) = self.recent.get(id) {
             return self.replayed(id, seen, hash);
         }
@@ -912,9 +928,9 @@ impl Guard {
         verdict: Verdict,
         own_id: Option<Bytes>,
         keys: Option<TopKeys>,
+        hash: u64,
     ) -> Result<Decision, TornBoundary> {
         self.conn.events += 1;
-        let hash = content_hash(&event.data);
         if let Some(id) = &own_id
             && let Some(seen) = self.recent.get(id)
         {
@@ -1144,5 +1160,37 @@ impl Guard {
         self.boundary(Torn::DecodeLimit {
             error: error.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    /// The hash taken on the gate's pass is the content hash of the whole message however it is
+    /// cut, and the verdict is the gate's own.
+    #[test]
+    fn gate_and_hash_is_the_content_hash_for_any_rope() {
+        let text = br#"{"jsonrpc":"2.0","id":3,"result":{"text":"a \"long\" text, cut anywhere"}}"#;
+        let whole = xxh3_64(text);
+        let mut gate = Gate::new();
+        for a in 0..=text.len() {
+            for b in a..=text.len() {
+                let mut data = Data::new();
+                for piece in [&text[..a], &text[a..b], &text[b..]] {
+                    if !piece.is_empty() {
+                        data.push(Bytes::copy_from_slice(piece));
+                    }
+                }
+                assert_eq!(
+                    gate_and_hash(&mut gate, &data),
+                    (Verdict::Complete, whole),
+                    "cut at {a}, {b}"
+                );
+            }
+        }
+        assert_eq!(gate_and_hash(&mut gate, &Data::new()).1, xxh3_64(b""));
     }
 }

@@ -354,7 +354,7 @@ impl<'a> Cursor<'a> {
                 self.pos += 1;
                 continue;
             }
-            match memchr::memchr2(b'"', b'\\', seg) {
+            match find_quote_or_backslash(seg) {
                 None => {
                     if let Some(o) = out.as_deref_mut() {
                         o.extend_from_slice(seg);
@@ -514,6 +514,19 @@ fn peek_keys(data: &Data, keys: &[u64]) -> Option<RpcPeek> {
         members.read(&mut c, &mut key, false)?;
     }
     Some(members.peek())
+}
+
+/// The first `"` or `\\` in `bytes`: keys and ids are short, so the first bytes are looked at
+/// one by one before the vector search (whose set-up costs more than a short key).
+#[inline]
+fn find_quote_or_backslash(bytes: &[u8]) -> Option<usize> {
+    const SHORT: usize = 16;
+    let head = &bytes[..bytes.len().min(SHORT)];
+    if let Some(k) = head.iter().position(|&b| b == b'"' || b == b'\\') {
+        return Some(k);
+    }
+    let tail = bytes.get(SHORT..)?;
+    memchr::memchr2(b'"', b'\\', tail).map(|k| k + SHORT)
 }
 
 fn parse_id(first: u8, raw: &[u8]) -> Option<RpcId> {

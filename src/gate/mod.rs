@@ -59,7 +59,9 @@ use crate::sse::Data;
 pub use simd::Isa;
 
 use exact::Exact;
-pub(crate) use exact::{MAX_TOP_KEYS, TopKeys};
+#[cfg(test)]
+pub(crate) use exact::MAX_TOP_KEYS;
+pub(crate) use exact::TopKeys;
 use simd::Kernels;
 use stage1::Stage1;
 
@@ -324,9 +326,16 @@ impl Gate {
     /// ([`Config::exact`]`(false)`) a verdict other than `Complete` is re-derived by the exact recogniser,
     /// so only `Complete` means "balanced but not validated".
     pub fn check(&mut self, data: &Data) -> Verdict {
+        self.check_with(data, |_| {})
+    }
+
+    /// [`Gate::check`], handing each segment to `also` right after the gate read it, while it is still
+    /// in cache: the guard's content hash rides on the gate's pass instead of reading the message again.
+    pub(crate) fn check_with(&mut self, data: &Data, mut also: impl FnMut(&[u8])) -> Verdict {
         self.reset();
         for segment in data.chunks() {
             self.feed(segment);
+            also(segment);
         }
         let verdict = self.verdict();
         if !self.use_exact && verdict != Verdict::Complete && !self.fast.delegated() {

@@ -598,7 +598,8 @@ impl ResumableStream {
                 return Output::Dropped(refusal);
             }
         };
-        let verdict = (!event.data.is_empty()).then(|| self.gate.check(&event.data));
+        let (verdict, hash) = guard::gate_and_hash(&mut self.gate, &event.data);
+        let verdict = (!event.data.is_empty()).then_some(verdict);
         if self.observe {
             self.last_event = Some(EventInfo {
                 id: event.has_own_id.then(|| event.id.clone()),
@@ -607,7 +608,7 @@ impl ResumableStream {
                 verdict,
             });
         }
-        match self.guard.on_event_gated(event, &self.gate) {
+        match self.guard.on_event_gated(event, &self.gate, hash) {
             Ok(Decision::Deliver(d)) => {
                 self.progressed = true;
                 Output::Deliver(d)
