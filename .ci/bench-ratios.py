@@ -5,8 +5,9 @@
 
 Reads CRITERION_DIR/<group>/<function>/new/{estimates,benchmark}.json (default:
 ${CARGO_TARGET_DIR:-target}/criterion), and prints, for every group that has a `memcpy` function,
-each function's throughput (bytes / mean time) divided by memcpy's. With --check, fails (exit 1)
-when a ratio in THRESHOLDS is below its minimum, or when a thresholded result is missing.
+each function's throughput (bytes / mean time) divided by memcpy's, then the RELATIVE pairs (one
+function against another in the same group). With --check, fails (exit 1) when a ratio in
+THRESHOLDS or RELATIVE is below its minimum, or when a checked result is missing.
 """
 import json
 import os
@@ -14,17 +15,39 @@ import sys
 
 # (group, function) -> minimum throughput ratio to memcpy; "a|b" checks the first of a, b that ran
 # (ISA-specific ids). Regression guards with headroom for a noisy shared 2-core machine: half of
-# DESIGN.md's target where the code meets it, else about half of what this machine measured
-# (the gap to the target is reported, not hidden: see the comments).
+# what the code measured on a quiet run of this 2-core AVX-512BW VM (README, "Performance"), the
+# issue's target beside it where the code misses it (the gap is reported, not hidden).
+# `ssegate_guarded` is the path that ships (ResumableStream: decode, exact gate, JSON-RPC peek,
+# content hash, replay window).
 THRESHOLDS = {
-    ("one_4mib_event_16k_chunks", "ssegate"): 0.5,  # target >= 1.0; measured ~1.9
-    ("dense_4mib_event_16k_chunks", "ssegate"): 0.5,  # measured ~1.9 (one data line)
-    ("one_4mib_event_64b_chunks", "ssegate"): 0.02,  # target >= 0.35; measured ~0.04-0.07
-    ("100k_events_200b_16k_chunks", "ssegate"): 0.025,  # target <= 40 ns/event; measured ~0.06-0.07
-    ("json_prose_4mib", "ssegate_gate"): 0.025,  # exact gate; target >= 0.35; measured ~0.06
-    ("json_dense_4mib", "ssegate_gate"): 0.004,  # exact gate; target >= 0.20; measured ~0.01
-    ("prose_4MiB", "gate_fast/avx512|gate_fast/avx2|gate_fast/portable"): 0.15,  # measured ~0.37
-    ("dense_4MiB", "gate_fast/avx512|gate_fast/avx2|gate_fast/portable"): 0.05,  # measured ~0.13
+    ("one_4mib_event_16k_chunks", "ssegate_guarded"): 0.08,  # measured 0.17; target >= 0.5
+    ("dense_4mib_event_16k_chunks", "ssegate_guarded"): 0.008,  # measured 0.016; target >= 0.15
+    ("one_4mib_event_64b_chunks", "ssegate_guarded"): 0.014,  # measured 0.029
+    # target <= 250 ns/event, i.e. >= 0.049 x memcpy here; measured ~460 ns/event (0.027)
+    ("100k_events_200b_16k_chunks", "ssegate_guarded"): 0.013,
+    ("one_4mib_event_16k_chunks", "ssegate"): 0.75,  # decoder alone; measured ~1.5
+    ("dense_4mib_event_16k_chunks", "ssegate"): 0.75,  # measured ~1.6 (one data line)
+    ("one_4mib_event_64b_chunks", "ssegate"): 0.02,  # measured ~0.044 (dropping the chunks: 0.12)
+    ("100k_events_200b_16k_chunks", "ssegate"): 0.09,  # measured ~0.18-0.20
+    ("json_prose_4mib", "ssegate_gate"): 0.085,  # exact gate; measured 0.21 (AVX-512BW)
+    ("json_dense_4mib", "ssegate_gate"): 0.006,  # exact gate; measured 0.0168
+    ("prose_4MiB", "gate_exact/avx512|gate_exact/avx2|gate_exact/portable"): 0.085,  # 0.21 / 0.17
+    ("dense_4MiB", "gate_exact/avx512|gate_exact/avx2|gate_exact/portable"): 0.006,  # 0.017 / 0.013
+    ("prose_4MiB", "gate_fast/avx512|gate_fast/avx2|gate_fast/portable"): 0.12,  # measured ~0.25
+    ("dense_4MiB", "gate_fast/avx512|gate_fast/avx2|gate_fast/portable"): 0.06,  # measured ~0.12
+}
+
+# (group, function, other) -> minimum of function's throughput / other's, in the same run; "a|b" as
+# `other` is the fastest of them (the best peer). Half of what was measured, the target beside it.
+RELATIVE = {
+    # decode alone vs sse-stream 0.3: target >= 1.5; measured 1.31
+    ("100k_events_200b_16k_chunks", "ssegate", "sse-stream_0.3"): 0.65,
+    # decode alone, 64-byte chunks, vs the best peer: target >= 1.25; measured ~1.0
+    ("one_4mib_event_64b_chunks", "ssegate", "sseer|sse-stream_0.3"): 0.5,
+    # guard + the application's parse vs the parse alone: target time <= 1.15 x (>= 0.87); measured 0.81-0.89
+    ("one_4mib_event_16k_chunks", "ssegate_guarded+simd_json", "ssegate+simd_json"): 0.43,
+    # decode + guard vs decode + simd-json parse: target time <= 0.3 x (>= 3.3); measured ~1.0
+    ("100k_events_200b_16k_chunks", "ssegate_guarded", "ssegate+simd_json"): 0.5,
 }
 
 
@@ -89,6 +112,19 @@ def main():
                 mark = "  FAIL"
                 failed.append("%s/%s %.3f < %.3f" % (g, fn, ratio, lo))
             print("%-30s %-38s %12.3f %10.4f %8s%s" % (g, fn, thr, ratio, "" if lo is None else lo, mark))
+    print()
+    print("%-30s %-60s %8s %8s" % ("group", "function / other", "ratio", "min"))
+    for (g, fn, others), lo in RELATIVE.items():
+        mine = res.get((g, fn))
+        theirs = [res[(g, o)] for o in others.split("|") if (g, o) in res]
+        if not mine or not theirs:
+            failed.append("%s: %s vs %s: no result in %s" % (g, fn, others, root))
+            continue
+        ratio = mine[0] / max(t[0] for t in theirs)
+        mark = "  FAIL" if ratio < lo else ""
+        if mark:
+            failed.append("%s: %s / %s %.3f < %.3f" % (g, fn, others, ratio, lo))
+        print("%-30s %-60s %8.3f %8s%s" % (g, fn + " / " + others, ratio, lo, mark))
     if check:
         for (g, fns) in THRESHOLDS:
             if chosen(res, g, fns) is None or (g, "memcpy") not in res:
@@ -96,7 +132,7 @@ def main():
         if failed:
             print("bench ratios below threshold:\n  " + "\n  ".join(failed), file=sys.stderr)
             sys.exit(1)
-        print("bench ratios: all %d thresholds met" % len(THRESHOLDS))
+        print("bench ratios: all %d thresholds met" % (len(THRESHOLDS) + len(RELATIVE)))
 
 
 main()
