@@ -275,7 +275,7 @@ impl Exact {
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
         let n = bytes.len();
         let base = self.offset;
-        if !self.kernels.has_blocks() || n < 64 {
+        if !self.kernels.has_blocks() || n < TAIL_MIN {
             self.feed_bytes::<false>(bytes, usize::MAX);
             self.offset = base + n as u64;
             return;
@@ -285,9 +285,13 @@ impl Exact {
             // After a walk that got nowhere, let the byte automaton take a block's worth before
             // trying again, so input the walker cannot take costs little more than the automaton.
             let mut yield_after = WALK_RETRY;
-            if n - i >= 64 && self.walkable() {
+            if n - i >= TAIL_MIN && self.walkable() {
                 self.offset = base + i as u64;
-                let walked = self.walk(&bytes[i..]);
+                let walked = if n - i >= 64 {
+                    self.walk(&bytes[i..])
+                } else {
+                    self.walk_tail(&bytes[i..])
+                };
                 i += walked;
                 if walked >= 64 {
                     yield_after = 1;
@@ -324,7 +328,7 @@ impl Exact {
         // Bytes at the start of the next block that belong to a scalar token already judged.
         let mut skip = 0;
         let done = kernels.json_blocks(bytes, &mut carry, |at, m| {
-            match self.walk_block(bytes, at, m, &mut skip) {
+            match self.walk_block(bytes, at, m, &mut skip, usize::MAX) {
                 Ok(()) => true,
                 Err(p) => {
                     declined = Some(at + p);
@@ -337,8 +341,33 @@ impl Exact {
         declined.unwrap_or(done + skip)
     }
 
+    /// [`Exact::walk`] over the last `tail.len()` (< 64) bytes of a piece: the tail is copied into
+    /// one block padded with spaces, which change no state between tokens. The walker takes what it
+    /// can prove there and declines a scalar token that touches the end of the tail (the next piece
+    /// may continue it); a string still open at the end stays open, as in a whole block. Small
+    /// messages are mostly tail: without this their last bytes went through the byte automaton.
+    fn walk_tail(&mut self, tail: &[u8]) -> usize {
+        let len = tail.len();
+        let mut block = [b' '; 64];
+        block[..len].copy_from_slice(tail);
+        let kernels = self.kernels;
+        let mut carry = StringCarry::default();
+        let mut declined = None;
+        let mut skip = 0;
+        kernels.json_blocks(&block, &mut carry, |at, m| {
+            match self.walk_block(&block, at, m, &mut skip, len) {
+                Ok(()) => true,
+                Err(p) => {
+                    declined = Some(at + p);
+                    false
+                }
+            }
+        });
+        declined.unwrap_or(len).min(len)
+    }
+
     /// One block of [`Exact::walk`] (`bytes[at..at + 64]`); `Err(p)`: stopped in front of byte `p`
-    /// of the block.
+    /// of the block. A scalar token reaching `limit` (the end of a padded tail) is declined.
     #[inline(always)]
     fn walk_block(
         &mut self,
@@ -346,6 +375,7 @@ impl Exact {
         at: usize,
         m: JsonMasks,
         skip: &mut usize,
+        limit: usize,
     ) -> Result<(), usize> {
         let block = &bytes[at..at + 64];
         let scalar = !(m.ws | m.ops | m.quotes | m.in_string);
@@ -451,7 +481,7 @@ impl Exact {
                         *skip = len;
                         return Ok(());
                     }
-                    if !scalar_token(&block[p..end]) {
+                    if at + end >= limit || !scalar_token(&block[p..end]) {
                         return Err(p);
                     }
                     self.value_done();
@@ -791,6 +821,10 @@ impl Exact {
 /// After a walk that consumed less than a block, how many bytes the byte automaton takes before it
 /// hands back to the walker.
 const WALK_RETRY: usize = 64;
+
+/// The shortest piece tail worth copying into a padded block for the walker ([`Exact::walk_tail`]);
+/// shorter tails go through the byte automaton.
+const TAIL_MIN: usize = 16;
 
 /// Bits `0..end` (all of them when `end` is 64).
 #[inline(always)]
