@@ -57,6 +57,7 @@ use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::gate::{Gate, Verdict};
 use crate::guard::{
@@ -198,6 +199,8 @@ impl Config {
             observe: false,
             last_event: None,
             pending: None,
+            ahead: Ahead::default(),
+            ahead_min: AHEAD_MIN,
         }
     }
 }
@@ -397,6 +400,35 @@ pub struct ResumableStream {
     last_event: Option<EventInfo>,
     /// A failure decided outside `poll`, handed out by the next one.
     pending: Option<Output>,
+    ahead: Ahead,
+    /// [`AHEAD_MIN`], a field so that tests can make every block or none go ahead.
+    ahead_min: usize,
+}
+
+/// Open data shorter than this is gated at dispatch only: a small message is usually dispatched
+/// from the chunk that brought it, and one-shot hashing is cheaper for it than the streaming state.
+const AHEAD_MIN: usize = 4096;
+
+/// The gate and the content hash running ahead of dispatch over the data of the decoder's open
+/// block, as the chunks are scanned ([`ResumableStream::gate_ahead`]): a big message's verdict and
+/// hash are ready when its blank line arrives, instead of costing a pass over the whole message
+/// then, and each chunk is read again while it is still in cache.
+#[derive(Default)]
+struct Ahead {
+    /// The decoder block (its open-data serial) whose data the gate is reading, if any.
+    serial: Option<u64>,
+    /// Data bytes of that block fed so far.
+    fed: usize,
+    hash: Xxh3,
+}
+
+impl fmt::Debug for Ahead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ahead")
+            .field("serial", &self.serial)
+            .field("fed", &self.fed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ResumableStream {
@@ -575,11 +607,57 @@ impl ResumableStream {
             if let Some(next) = self.decoder.next_event() {
                 return Some(self.on_event(next));
             }
+            self.gate_ahead();
             if let Some(now) = self.end.take() {
                 return Some(self.on_end(now));
             }
         }
         None
+    }
+
+    /// Feeds the gate and the hash the open block's data that arrived since the last call (see
+    /// [`Ahead`]); called whenever the decoder has scanned all it was given.
+    fn gate_ahead(&mut self) {
+        let open = self.decoder.open_data();
+        let len = open.len();
+        if len < self.ahead_min {
+            return;
+        }
+        let ahead = &mut self.ahead;
+        if ahead.serial != Some(open.serial) {
+            self.gate.reset();
+            ahead.hash.reset();
+            ahead.serial = Some(open.serial);
+            ahead.fed = 0;
+        }
+        if len > ahead.fed {
+            let gate = &mut self.gate;
+            open.for_each_from(ahead.fed, |piece| {
+                gate.feed(piece);
+                ahead.hash.update(piece);
+            });
+            ahead.fed = len;
+        }
+    }
+
+    /// The verdict and content hash of a dispatched event's data: what the gate read ahead of
+    /// dispatch plus the rest, or one pass over all of it ([`guard::gate_and_hash`]).
+    fn gate_event(&mut self, data: &sse::Data) -> (Verdict, u64) {
+        let ahead = &mut self.ahead;
+        match ahead.serial.take() {
+            // The dispatched block is still the decoder's current one until another opens.
+            Some(serial)
+                if serial == self.decoder.open_data().serial && ahead.fed <= data.len() =>
+            {
+                let gate = &mut self.gate;
+                sse::for_each_from(data.chunks(), ahead.fed, |piece| {
+                    gate.feed(piece);
+                    ahead.hash.update(piece);
+                });
+                (gate.verdict(), ahead.hash.digest())
+            }
+            _ => guard::gate_and_hash(&mut self.gate, data),
+        }
     }
 
     fn awaiting_replay(&self) -> bool {
@@ -598,7 +676,7 @@ impl ResumableStream {
                 return Output::Dropped(refusal);
             }
         };
-        let (verdict, hash) = guard::gate_and_hash(&mut self.gate, &event.data);
+        let (verdict, hash) = self.gate_event(&event.data);
         let verdict = (!event.data.is_empty()).then_some(verdict);
         if self.observe {
             self.last_event = Some(EventInfo {
@@ -814,5 +892,120 @@ impl ReconnectResponse {
             header(http::header::CONTENT_TYPE),
             now,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One SSE block of the generated streams: mostly an event with an id and one valid message
+    /// (so that streams go on long enough to replay), sometimes a torn, doubled or split message,
+    /// a comment or an event type.
+    fn block() -> impl Strategy<Value = String> {
+        let message = (0usize..12_000, any::<u8>(), 0u8..12).prop_map(|(len, id, how)| {
+            let text = "x\\\"y é ".repeat(len / 8 + 1);
+            let json = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"text":"{text}"}}}}"#);
+            match how {
+                0 => json[..json.len() / 2].to_owned(),
+                1 => format!("{json}{json}"),
+                2 => json.replacen(',', "\ndata: ,", 1),
+                _ => json,
+            }
+        });
+        let id = prop::option::weighted(0.8, (0u32..50).prop_map(|n| format!("id: {n}\n")));
+        let extra = prop_oneof![
+            Just(String::new()),
+            Just(": keep-alive\n".to_owned()),
+            Just("event: message\n".to_owned()),
+            Just("data\n".to_owned()),
+        ];
+        let data = prop::option::weighted(0.9, message.prop_map(|m| format!("data: {m}\n")));
+        (id, extra, data).prop_map(|(id, extra, data)| {
+            id.unwrap_or_default() + &extra + &data.unwrap_or_default() + "\n"
+        })
+    }
+
+    /// Drives `stream` over `input` cut at `cuts`, ending the connection at byte `end_at` (resuming
+    /// on the rest when a reconnect is asked for), and records every output.
+    fn run(
+        mut stream: ResumableStream,
+        input: &[u8],
+        cuts: &[usize],
+        end_at: usize,
+    ) -> Vec<String> {
+        let mut now = Instant::now();
+        let mut out = Vec::new();
+        let drain = |s: &mut ResumableStream, out: &mut Vec<String>| {
+            let mut reconnect = false;
+            while let Some(o) = s.poll() {
+                reconnect |= matches!(o, Output::Reconnect(_));
+                out.push(format!("{o:?}"));
+            }
+            reconnect
+        };
+        let mut from = 0;
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+        points.push(input.len());
+        points.sort_unstable();
+        for to in points {
+            if to > from {
+                stream.feed(Bytes::copy_from_slice(&input[from..to]), now);
+                drain(&mut stream, &mut out);
+                from = to;
+            }
+            if from >= end_at && end_at < input.len() && stream.is_open() {
+                stream.connection_ended(EndCause::Error, now);
+                let mut reconnect = drain(&mut stream, &mut out);
+                while !reconnect && let Some(t) = stream.poll_timeout() {
+                    now = now.max(t);
+                    stream.handle_timeout(now);
+                    reconnect = drain(&mut stream, &mut out);
+                }
+                if reconnect {
+                    let _ = stream.reconnect_response(&ReconnectResponse::event_stream(), now);
+                    drain(&mut stream, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Gating ahead of dispatch changes nothing the stream decides: every output is the same as
+        /// with the gate run once over each dispatched event, for any chunking, limit errors
+        /// (a small `max_event` drops blocks the gate was reading) and a connection cut anywhere.
+        #[test]
+        fn gating_ahead_decides_as_gating_at_dispatch(
+            blocks in prop::collection::vec(block(), 1..8),
+            cuts in prop::collection::vec(0usize..1_000_000, 0..12),
+            end_at in 0usize..1_000_000,
+            small_limit in any::<bool>(),
+            replay in prop::option::of(0usize..8),
+        ) {
+            // A block sent again, as a server replays an event: the guard compares content hashes
+            // taken on different paths (ahead in one copy, at dispatch in the other).
+            let mut blocks = blocks;
+            if let Some(again) = replay.and_then(|k| blocks.get(k).cloned()) {
+                blocks.push(again);
+            }
+            let input = blocks.concat().into_bytes();
+            let mut config = ResumableStream::config();
+            if small_limit {
+                config.decoder(crate::sse::Config::default().max_event(9_000).clone());
+            }
+            config.max_resumes(3);
+            let mut ahead = config.build();
+            ahead.ahead_min = 1;
+            let mut at_dispatch = config.build();
+            at_dispatch.ahead_min = usize::MAX;
+            let end_at = end_at % (input.len() + 1);
+            let want = run(at_dispatch, &input, &cuts, end_at);
+            let got = run(ahead, &input, &cuts, end_at);
+            prop_assert_eq!(got, want);
+        }
     }
 }

@@ -120,6 +120,7 @@ impl Config {
             small: Vec::new(),
             after_big: false,
             has_data: false,
+            block_serial: 0,
             tail: 0..0,
             event_type: None,
             own_id: None,
@@ -333,6 +334,8 @@ pub struct Decoder {
     block_at: u64,
     /// A limit was hit: skip lines up to the next blank line.
     discard: bool,
+    /// Counts the blocks opened: [`OpenData::serial`].
+    block_serial: u64,
     // The open block.
     /// Finished segments: slices of at least `copy_below` bytes, static LF joins, closed runs of
     /// `small`.
@@ -524,6 +527,17 @@ impl Decoder {
     fn close_small(&mut self) {
         if !self.small.is_empty() {
             self.data.push(Bytes::from(std::mem::take(&mut self.small)));
+        }
+    }
+
+    /// The data of the open block as far as it has been scanned, for a reader that works on the data
+    /// as it arrives instead of after dispatch (`ResumableStream` gates and hashes ahead).
+    pub(crate) fn open_data(&self) -> OpenData<'_> {
+        OpenData {
+            serial: self.block_serial,
+            rope: &self.data,
+            small: &self.small,
+            tail: &self.cur[self.tail.clone()],
         }
     }
 
@@ -799,6 +813,7 @@ impl Decoder {
     /// Opens a block whose first line starts at stream offset `at`.
     #[inline]
     fn open_block(&mut self, at: u64) {
+        self.block_serial = self.block_serial.wrapping_add(1);
         self.open = true;
         self.block_start = at;
         self.block_at = at.saturating_add(self.config.max_block as u64);
@@ -1182,5 +1197,34 @@ impl Decoder {
         self.reset_block();
         self.discard = true;
         self.state = State::Skip;
+    }
+}
+
+/// The data bytes of the open block so far ([`Decoder::open_data`]): the rope's finished segments,
+/// then the open run of copies, then the piece still in the chunk being scanned.
+///
+/// Within one block (one `serial`) these bytes are only ever appended to, and they are the first
+/// bytes of the dispatched event's data: a reader may take them as they come and only the rest at
+/// dispatch. A new block has a new `serial`; a dropped block (limit error, end of input) leaves an
+/// empty one until the next opens.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpenData<'a> {
+    /// Which block: changes whenever a block opens.
+    pub(crate) serial: u64,
+    rope: &'a Data,
+    small: &'a [u8],
+    tail: &'a [u8],
+}
+
+impl OpenData<'_> {
+    /// Data bytes so far.
+    pub(crate) fn len(&self) -> usize {
+        self.rope.len() + self.small.len() + self.tail.len()
+    }
+
+    /// Hands `f` the bytes from offset `from` on, in order, in as few pieces as they are stored.
+    pub(crate) fn for_each_from(&self, from: usize, f: impl FnMut(&[u8])) {
+        let pieces = self.rope.chunks().chain([self.small, self.tail]);
+        super::event::for_each_from(pieces, from, f);
     }
 }

@@ -349,3 +349,20 @@ impl PartialEvent {
         }
     }
 }
+
+/// Hands `f` the bytes of `pieces` from offset `from` on, in order, one call per piece (a piece
+/// that ends before `from` is skipped, the one holding it is cut there).
+pub(crate) fn for_each_from<'a>(
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+    mut from: usize,
+    mut f: impl FnMut(&[u8]),
+) {
+    for piece in pieces {
+        if from >= piece.len() {
+            from -= piece.len();
+            continue;
+        }
+        f(&piece[from..]);
+        from = 0;
+    }
+}

@@ -51,8 +51,8 @@ pub use codec::{Codec, CodecError};
 #[cfg(feature = "testing")]
 pub(crate) use decoder::COPY_BELOW;
 pub use decoder::{Config, DecodeError, Decoder};
-#[cfg(feature = "testing")]
-pub(crate) use event::JOIN;
 pub use event::{Data, DataReader, Event, PartialEvent};
+#[cfg(feature = "testing")]
+pub(crate) use event::{JOIN, for_each_from};
 #[cfg(feature = "stream")]
 pub use stream::{EventStream, StreamError};
