@@ -18,6 +18,9 @@
 //! and `ssegate+simd_json` (decode, copy, simd-json parse, no guard: what the guard is priced
 //! against).
 //!
+//! `latency_after_last_chunk_4mib` times what a 4 MiB result costs once its last chunk arrives, with
+//! the gate running ahead of dispatch (the default) and reading the message at dispatch.
+//!
 //! Each group also times `drop_chunks`: dropping the owned chunks without decoding them, one free
 //! each. Any decoder handed owned chunks pays it, so it is the floor under every row (it dominates
 //! with 64-byte chunks). `benches/alloc.rs` counts the allocations.
@@ -130,6 +133,49 @@ fn tiny_chunks(c: &mut Criterion) {
     }
 }
 
+/// What a 4 MiB result costs after its last chunk arrives: the time from feeding that chunk to the
+/// delivered message, with the gate running ahead of dispatch (the default) and with the gate
+/// reading the whole message at dispatch. The earlier chunks are fed in the untimed setup, as the
+/// network would have brought them.
+fn latency(c: &mut Criterion) {
+    use ssegate::resume::{Output, ResumableStream};
+    let owned = chunks(&big_event(4 << 20), 16 << 10);
+    let mut g = c.benchmark_group("latency_after_last_chunk_4mib");
+    g.sample_size(20);
+    for (id, from) in [("gate_ahead", 4096), ("gate_at_dispatch", usize::MAX)] {
+        g.bench_function(id, |b| {
+            b.iter_batched(
+                || {
+                    let now = std::time::Instant::now();
+                    let mut stream = ResumableStream::config().gate_ahead(from).build();
+                    let mut chunks = fresh(&owned);
+                    let last = chunks.pop().expect("chunks");
+                    for c in chunks {
+                        stream.feed(c, now);
+                        while let Some(out) = stream.poll() {
+                            assert!(!matches!(out, Output::Deliver(_) | Output::Failed(_)));
+                        }
+                    }
+                    (stream, last, now)
+                },
+                |(mut stream, last, now)| {
+                    stream.feed(last, now);
+                    loop {
+                        match stream.poll() {
+                            Some(Output::Deliver(d)) => break black_box(d),
+                            Some(Output::Failed(f)) => panic!("refused: {f}"),
+                            Some(_) => {}
+                            None => panic!("the message was not delivered"),
+                        }
+                    }
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let big = big_event(4 << 20);
     group(c, "one_4mib_event_16k_chunks", &big, 16 << 10, 1);
@@ -150,5 +196,5 @@ fn benches(c: &mut Criterion) {
     );
 }
 
-criterion_group!(decode, benches, tiny_chunks);
+criterion_group!(decode, benches, latency, tiny_chunks);
 criterion_main!(decode);

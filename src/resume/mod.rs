@@ -85,6 +85,7 @@ pub struct Config {
     backoff: Duration,
     keep_open: bool,
     jitter_seed: u64,
+    gate_ahead: usize,
 }
 
 impl Default for Config {
@@ -103,6 +104,7 @@ impl Default for Config {
             backoff: Duration::from_millis(250),
             keep_open: false,
             jitter_seed: 0x5eed_5e9a_7e00_0001,
+            gate_ahead: AHEAD_MIN,
         }
     }
 }
@@ -175,6 +177,15 @@ impl Config {
         self
     }
 
+    /// Judge and hash an event's data as it arrives, once the open event holds at least `from` data
+    /// bytes (default 4096), so that a big message's verdict is ready when its blank line arrives:
+    /// the delivery then waits for the last chunk's bytes only, not for a pass over the whole
+    /// message. `usize::MAX` judges every message at dispatch. Decisions are the same either way.
+    pub fn gate_ahead(&mut self, from: usize) -> &mut Self {
+        self.gate_ahead = from;
+        self
+    }
+
     /// A stream with these settings.
     pub fn build(&self) -> ResumableStream {
         self.build_with_guard(self.guard.build())
@@ -200,7 +211,6 @@ impl Config {
             last_event: None,
             pending: None,
             ahead: Ahead::default(),
-            ahead_min: AHEAD_MIN,
         }
     }
 }
@@ -401,12 +411,11 @@ pub struct ResumableStream {
     /// A failure decided outside `poll`, handed out by the next one.
     pending: Option<Output>,
     ahead: Ahead,
-    /// [`AHEAD_MIN`], a field so that tests can make every block or none go ahead.
-    ahead_min: usize,
 }
 
-/// Open data shorter than this is gated at dispatch only: a small message is usually dispatched
-/// from the chunk that brought it, and one-shot hashing is cheaper for it than the streaming state.
+/// Default of [`Config::gate_ahead`]: open data shorter than this is gated at dispatch only (a small
+/// message is usually dispatched from the chunk that brought it, and one-shot hashing is cheaper for
+/// it than the streaming state).
 const AHEAD_MIN: usize = 4096;
 
 /// The gate and the content hash running ahead of dispatch over the data of the decoder's open
@@ -620,7 +629,7 @@ impl ResumableStream {
     fn gate_ahead(&mut self) {
         let open = self.decoder.open_data();
         let len = open.len();
-        if len < self.ahead_min {
+        if len < self.config.gate_ahead {
             return;
         }
         let ahead = &mut self.ahead;
@@ -998,10 +1007,8 @@ mod tests {
                 config.decoder(crate::sse::Config::default().max_event(9_000).clone());
             }
             config.max_resumes(3);
-            let mut ahead = config.build();
-            ahead.ahead_min = 1;
-            let mut at_dispatch = config.build();
-            at_dispatch.ahead_min = usize::MAX;
+            let ahead = config.clone().gate_ahead(1).build();
+            let at_dispatch = config.clone().gate_ahead(usize::MAX).build();
             let end_at = end_at % (input.len() + 1);
             let want = run(at_dispatch, &input, &cuts, end_at);
             let got = run(ahead, &input, &cuts, end_at);

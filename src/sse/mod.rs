@@ -51,8 +51,9 @@ pub use codec::{Codec, CodecError};
 #[cfg(feature = "testing")]
 pub(crate) use decoder::COPY_BELOW;
 pub use decoder::{Config, DecodeError, Decoder};
-pub use event::{Data, DataReader, Event, PartialEvent};
 #[cfg(feature = "testing")]
-pub(crate) use event::{JOIN, for_each_from};
+pub(crate) use event::JOIN;
+pub(crate) use event::for_each_from;
+pub use event::{Data, DataReader, Event, PartialEvent};
 #[cfg(feature = "stream")]
 pub use stream::{EventStream, StreamError};
