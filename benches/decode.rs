@@ -142,6 +142,8 @@ fn latency(c: &mut Criterion) {
     let owned = chunks(&big_event(4 << 20), 16 << 10);
     let mut g = c.benchmark_group("latency_after_last_chunk_4mib");
     g.sample_size(20);
+    // Per message: `.ci/bench-ratios.py` compares the two rows' rates.
+    g.throughput(Throughput::Elements(1));
     for (id, from) in [("gate_ahead", 4096), ("gate_at_dispatch", usize::MAX)] {
         g.bench_function(id, |b| {
             b.iter_batched(
