@@ -85,7 +85,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
-use crate::gate::{Gate, TopKeys, Verdict};
+use crate::gate::{Gate, Verdict};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};
 use crate::sse::{Data, DecodeError, Decoder, Event, PartialEvent};
 
@@ -685,6 +685,15 @@ fn content_hash(data: &Data) -> u64 {
     }
 }
 
+/// The JSON-RPC peek of a message `gate` has just judged `Complete` (`None` for any other verdict),
+/// made from the top-level keys the gate recorded: only those keys and the `id` are read.
+pub(crate) fn gated_peek(gate: &Gate, data: &Data) -> Option<RpcPeek> {
+    if gate.verdict() != Verdict::Complete || data.is_empty() {
+        return None;
+    }
+    Some(crate::message::peek_recorded(data, gate.top_keys()))
+}
+
 /// Judges `data` with `gate` and hashes it in the same pass over each segment.
 pub(crate) fn gate_and_hash(gate: &mut Gate, data: &Data) -> (Verdict, u64) {
     match data.segments() {
@@ -814,26 +823,24 @@ impl Guard {
     pub fn on_event(&mut self, event: Event) -> Result<Decision, TornBoundary> {
         // Only non-empty data can be a message; the verdict is not looked at otherwise.
         if event.data.is_empty() {
-            return self.decide(event, Verdict::Incomplete, None, content_hash(&Data::new()));
+            return self.decide(event, Verdict::Incomplete, content_hash(&Data::new()), None);
         }
         let (verdict, hash) = gate_and_hash(&mut self.gate, &event.data);
-        let keys = self.gate.top_keys();
-        self.decide(event, verdict, keys, hash)
+        let rpc = gated_peek(&self.gate, &event.data);
+        self.decide(event, verdict, hash, rpc)
     }
 
-    /// Decides about one dispatched event whose data `gate` has just checked and hashed
-    /// ([`gate_and_hash`]): the verdict, the content hash and the top-level keys the gate recorded on
-    /// the way, so nothing reads the message again.
+    /// Decides about one dispatched event whose data `gate` has just judged: its verdict, the
+    /// content hash taken on the same pass, and the JSON-RPC peek made from the top-level keys the
+    /// gate recorded ([`gated_peek`]), so nothing reads the message again.
     pub(crate) fn on_event_gated(
         &mut self,
         event: Event,
-        gate: &Gate,
+        verdict: Verdict,
         hash: u64,
+        rpc: Option<RpcPeek>,
     ) -> Result<Decision, TornBoundary> {
-        if event.data.is_empty() {
-            return self.decide(event, Verdict::Incomplete, None, hash);
-        }
-        self.decide(event, gate.verdict(), gate.top_keys(), hash)
+        self.decide(event, verdict, hash, rpc)
     }
 
     /// Decides about one dispatched event whose data the caller already gated.
@@ -843,17 +850,17 @@ impl Guard {
         verdict: Verdict,
     ) -> Result<Decision, TornBoundary> {
         let hash = content_hash(&event.data);
-        self.decide(event, verdict, None, hash)
+        self.decide(event, verdict, hash, None)
     }
 
-    /// The decision; `keys` are the gate's record of the top-level keys when the caller has one,
-    /// `hash` is [`content_hash`] of the data.
+    /// The decision; `hash` is [`content_hash`] of the data, `rpc` the JSON-RPC peek when the caller
+    /// made it (otherwise a message is peeked here).
     fn decide(
         &mut self,
         event: Event,
         verdict: Verdict,
-        keys: Option<TopKeys>,
         hash: u64,
+        rpc: Option<RpcPeek>,
     ) -> Result<Decision, TornBoundary> {
         self.check_failed()?;
         self.stats.events += 1;
@@ -880,7 +887,7 @@ impl Guard {
             if event.data.is_empty() {
                 return Ok(Decision::Skip(Skip::KeepAlive));
             }
-            return self.on_message(event, verdict, own_id, keys, hash);
+            return self.on_message(event, verdict, own_id, hash, rpc);
         };
         // A priming event: it moves the cursor and proves nothing, wherever it comes.
         self.conn.events += 1;
@@ -927,8 +934,8 @@ impl Guard {
         event: Event,
         verdict: Verdict,
         own_id: Option<Bytes>,
-        keys: Option<TopKeys>,
         hash: u64,
+        rpc: Option<RpcPeek>,
     ) -> Result<Decision, TornBoundary> {
         self.conn.events += 1;
         if let Some(id) = &own_id
@@ -959,10 +966,7 @@ impl Guard {
             Verdict::Invalid => return Err(self.refuse(Torn::InvalidMessage { id: own_id, bytes })),
         }
         let message = Message::new(event.data);
-        let rpc = match &keys {
-            Some(keys) => message.jsonrpc_peek_keys(keys),
-            None => message.jsonrpc_peek(),
-        };
+        let rpc = rpc.unwrap_or_else(|| message.jsonrpc_peek());
         if let (RpcKind::Response, Some(rpc_id)) = (rpc.kind, &rpc.id) {
             match self.registry.answer(rpc_id, hash) {
                 Response::Identical => {

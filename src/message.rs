@@ -205,13 +205,20 @@ impl Message {
 
     /// [`Message::jsonrpc_peek`] reading only the top-level keys whose offsets the gate recorded while
     /// it judged this message `Complete`: the message is not read again.
-    pub(crate) fn jsonrpc_peek_keys(&self, keys: &TopKeys) -> RpcPeek {
-        match keys.offsets() {
-            Some(at) => peek_keys(&self.data, at),
-            None => peek(&self.data),
-        }
-        .unwrap_or(RpcPeek::OTHER)
+    #[cfg(test)]
+    fn jsonrpc_peek_keys(&self, keys: &TopKeys) -> RpcPeek {
+        peek_recorded(&self.data, Some(keys))
     }
+}
+
+/// [`Message::jsonrpc_peek`] of `data`, reading only the top-level keys at the offsets `keys` holds
+/// (the gate's record, made while it judged the message `Complete`) when there is a complete record.
+pub(crate) fn peek_recorded(data: &Data, keys: Option<&TopKeys>) -> RpcPeek {
+    match keys.and_then(TopKeys::offsets) {
+        Some(at) => peek_keys(data, at),
+        None => peek(data),
+    }
+    .unwrap_or(RpcPeek::OTHER)
 }
 
 impl From<Data> for Message {
@@ -799,10 +806,10 @@ mod tests {
             proptest::prop_assert_eq!(gate.check(&data), crate::gate::Verdict::Complete);
             let keys = gate.top_keys();
             if members.len() <= crate::gate::MAX_TOP_KEYS {
-                let recorded = keys.as_ref().and_then(TopKeys::offsets).map(<[u64]>::len);
+                let recorded = keys.and_then(TopKeys::offsets).map(<[u64]>::len);
                 proptest::prop_assert_eq!(recorded, Some(members.len()), "{}", text);
             }
-            let peeked = match &keys {
+            let peeked = match keys {
                 Some(k) => message.jsonrpc_peek_keys(k),
                 None => message.jsonrpc_peek(),
             };

@@ -142,7 +142,11 @@ pub(crate) const DECODERS: [(&str, Run); 6] = [
 /// is then parsed by the application with simd-json through [`Parser`] (one copy into its padded
 /// scratch, kept between messages).
 pub(crate) fn guarded(chunks: Vec<Bytes>, parse: bool) -> usize {
-    let mut stream = ResumableStream::new();
+    guarded_with(ResumableStream::new(), chunks, parse)
+}
+
+/// [`guarded`] on a stream the caller configured.
+pub(crate) fn guarded_with(mut stream: ResumableStream, chunks: Vec<Bytes>, parse: bool) -> usize {
     let mut parser = Parser::new();
     let now = std::time::Instant::now();
     let mut n = 0;
@@ -191,8 +195,13 @@ pub(crate) fn decode_and_parse(chunks: Vec<Bytes>) -> usize {
 
 /// The shipped path and its parse baselines, by bench id (each row's events are counted as
 /// delivered messages).
-pub(crate) const GUARDED: [(&str, Run); 3] = [
+pub(crate) const GUARDED: [(&str, Run); 4] = [
     ("ssegate_guarded", |c| guarded(c, false)),
+    // The same with the gate reading each message at dispatch instead of ahead of it.
+    ("ssegate_guarded_at_dispatch", |c| {
+        let stream = ResumableStream::config().gate_ahead(usize::MAX).build();
+        guarded_with(stream, c, false)
+    }),
     ("ssegate_guarded+simd_json", |c| guarded(c, true)),
     ("ssegate+simd_json", decode_and_parse),
 ];

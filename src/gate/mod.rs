@@ -310,8 +310,8 @@ impl Gate {
     /// The message offsets of the top-level object's keys (their opening quotes), recorded in the same
     /// pass that judged the message; `None` when the fast path judged it or the object has more keys
     /// than are recorded. Meaningful once the verdict is `Complete`.
-    pub(crate) fn top_keys(&self) -> Option<TopKeys> {
-        let keys = *self.exact.top_keys();
+    pub(crate) fn top_keys(&self) -> Option<&TopKeys> {
+        let keys = self.exact.top_keys();
         (self.exact_answers() && keys.offsets().is_some()).then_some(keys)
     }
 

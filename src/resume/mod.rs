@@ -695,7 +695,9 @@ impl ResumableStream {
                 verdict,
             });
         }
-        match self.guard.on_event_gated(event, &self.gate, hash) {
+        let rpc = guard::gated_peek(&self.gate, &event.data);
+        let verdict = verdict.unwrap_or(Verdict::Incomplete);
+        match self.guard.on_event_gated(event, verdict, hash, rpc) {
             Ok(Decision::Deliver(d)) => {
                 self.progressed = true;
                 Output::Deliver(d)

@@ -1223,8 +1223,20 @@ impl OpenData<'_> {
     }
 
     /// Hands `f` the bytes from offset `from` on, in order, in as few pieces as they are stored.
-    pub(crate) fn for_each_from(&self, from: usize, f: impl FnMut(&[u8])) {
-        let pieces = self.rope.chunks().chain([self.small, self.tail]);
-        super::event::for_each_from(pieces, from, f);
+    /// The rope is searched from its end, where new bytes are: a reader that comes back after each
+    /// chunk pays for the segments it has not read yet, not for the whole rope again.
+    pub(crate) fn for_each_from(&self, from: usize, mut f: impl FnMut(&[u8])) {
+        let segments = self.rope.segments();
+        let rope_len = self.rope.len();
+        if from < rope_len {
+            let (mut first, mut start) = (segments.len(), rope_len);
+            while start > from {
+                first -= 1;
+                start -= segments[first].len();
+            }
+            let pieces = segments[first..].iter().map(|b| &b[..]);
+            super::event::for_each_from(pieces, from - start, &mut f);
+        }
+        super::event::for_each_from([self.small, self.tail], from.saturating_sub(rope_len), f);
     }
 }
