@@ -50,18 +50,26 @@ struct Seen {
     message: bool,
 }
 
-/// Recent event ids (as seeded hashes) with their content hash, bounded to `cap` entries, plus a
-/// count of the remembered messages' content hashes (to recognise a message re-sent under a new id).
+/// Recent event ids (as seeded hashes) with their content hash, bounded to `cap` entries, oldest
+/// evicted first.
 ///
 /// Keyed by a hash of the id rather than the id itself: an id is a slice of its input chunk, and
 /// holding thousands of them would keep thousands of chunks alive. Each entry costs a few words,
-/// whatever the id's length.
+/// whatever the id's length. The per-event work is one probe to insert and one to evict; asking
+/// whether a content hash was delivered ([`Window::has_message`], once per resume) scans the ring.
 #[derive(Debug)]
 pub(crate) struct Window {
     seed: u64,
-    order: VecDeque<u64>,
+    /// The remembered entries, oldest first.
+    order: VecDeque<Entry>,
     ids: KeyMap<Seen>,
-    contents: KeyMap<u32>,
+}
+
+/// One entry of [`Window::order`].
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    key: u64,
+    seen: Seen,
 }
 
 impl Window {
@@ -70,7 +78,6 @@ impl Window {
             seed,
             order: VecDeque::new(),
             ids: KeyMap::default(),
-            contents: KeyMap::default(),
         }
     }
 
@@ -81,39 +88,32 @@ impl Window {
 
     /// Whether a remembered message (not a priming event) had this content hash.
     pub(crate) fn has_message(&self, content: u64) -> bool {
-        self.contents.contains_key(&content)
+        self.order
+            .iter()
+            .any(|e| e.seen.message && e.seen.content == content)
     }
 
     pub(crate) fn insert(&mut self, id: &[u8], content: u64, message: bool, cap: usize) {
         let key = id_key(self.seed, id);
-        if self.ids.contains_key(&key) {
-            return;
+        let seen = Seen { content, message };
+        match self.ids.entry(key) {
+            std::collections::hash_map::Entry::Occupied(_) => return,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(seen);
+            }
         }
-        self.ids.insert(key, Seen { content, message });
-        if message {
-            *self.contents.entry(content).or_insert(0) += 1;
-        }
-        self.order.push_back(key);
+        self.order.push_back(Entry { key, seen });
         if self.order.len() == cap && self.ids.capacity() < 2 * cap + 2 {
             // Full for the first time: from now on every insert evicts. Room for twice the
-            // entries lets the tables clean up their tombstones in place, so the steady state
-            // never allocates (a table at more than half its capacity is rebuilt larger instead).
+            // entries lets the table clean up its tombstones in place, so the steady state never
+            // allocates (a table at more than half its capacity is rebuilt larger instead).
             self.ids.reserve(cap + 2);
-            self.contents.reserve(cap + 2);
         }
         while self.order.len() > cap {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            if let Some(seen) = self.ids.remove(&old)
-                && seen.message
-                && let Some(n) = self.contents.get_mut(&seen.content)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    self.contents.remove(&seen.content);
-                }
-            }
+            self.ids.remove(&old.key);
         }
     }
 }
