@@ -439,12 +439,17 @@ impl Members {
             key.clear();
             key.extend_from_slice(text.as_bytes());
         }
+        self.value(c, key, skip)
+    }
+
+    /// Reads the member whose (unescaped) key is `key`, the cursor just past the key's closing quote.
+    fn value(&mut self, c: &mut Cursor<'_>, key: &[u8], skip: bool) -> Option<()> {
         if c.skip_ws()? != b':' {
             return None;
         }
         c.pos += 1;
         let first = c.skip_ws()?;
-        match key.as_slice() {
+        match key {
             b"id" => {
                 let mut raw = PeekBuf::new();
                 c.skip_value(Some(&mut raw))?;
@@ -513,14 +518,39 @@ fn peek_keys(data: &Data, keys: &[u64]) -> Option<RpcPeek> {
     }
     let mut members = Members::default();
     let mut key = PeekBuf::new();
+    let segs = c.segs;
     for &at in keys {
         c.seek(at)?;
         if c.next()? != b'"' {
             return None;
         }
-        members.read(&mut c, &mut key, false)?;
+        // The common key: written plainly, within one segment. Only the four that matter are read
+        // on; the others are not even scanned to their end.
+        let rest = segs.get(c.seg).map_or(&[][..], |s| &s[c.pos..]);
+        match plain_key(rest) {
+            Some(name) if is_rpc_key(name) => {
+                c.pos += name.len() + 1;
+                members.value(&mut c, name, false)?;
+            }
+            Some(_) => {}
+            None => members.read(&mut c, &mut key, false)?,
+        }
     }
     Some(members.peek())
+}
+
+/// The key at the start of `rest` (just after its opening quote) when it closes in `rest` and has
+/// no escape, so its raw text is its value; `None` sends it the long way ([`Members::read`]).
+#[inline]
+fn plain_key(rest: &[u8]) -> Option<&[u8]> {
+    let end = find_quote_or_backslash(rest)?;
+    (rest[end] == b'"').then(|| &rest[..end])
+}
+
+/// Whether the peek needs this top-level key.
+#[inline]
+fn is_rpc_key(key: &[u8]) -> bool {
+    matches!(key, b"id" | b"method" | b"result" | b"error")
 }
 
 /// The first `"` or `\\` in `bytes`: keys and ids are short, so the first bytes are looked at
