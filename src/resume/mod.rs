@@ -177,9 +177,9 @@ impl Config {
         self
     }
 
-    /// Judge and hash an event's data as it arrives, once the open event holds at least `from` data
-    /// bytes (default 4096), so that a big message's verdict is ready when its blank line arrives:
-    /// the delivery then waits for the last chunk's bytes only, not for a pass over the whole
+    /// Judge and hash an event's data as it arrives, in steps of at least `from` data bytes
+    /// (default 4096), so that a big message's verdict is ready when its blank line arrives: the
+    /// delivery then waits for the bytes of the last step only, not for a pass over the whole
     /// message. `usize::MAX` judges every message at dispatch. Decisions are the same either way.
     pub fn gate_ahead(&mut self, from: usize) -> &mut Self {
         self.gate_ahead = from;
@@ -415,7 +415,7 @@ pub struct ResumableStream {
 
 /// Default of [`Config::gate_ahead`]: open data shorter than this is gated at dispatch only (a small
 /// message is usually dispatched from the chunk that brought it, and one-shot hashing is cheaper for
-/// it than the streaming state).
+/// it than the streaming state), and longer data is gated in steps of at least this many bytes.
 const AHEAD_MIN: usize = 4096;
 
 /// The gate and the content hash running ahead of dispatch over the data of the decoder's open
@@ -629,10 +629,17 @@ impl ResumableStream {
     fn gate_ahead(&mut self) {
         let open = self.decoder.open_data();
         let len = open.len();
-        if len < self.config.gate_ahead {
+        let ahead = &mut self.ahead;
+        let fed = if ahead.serial == Some(open.serial) {
+            ahead.fed
+        } else {
+            0
+        };
+        // In steps of at least `gate_ahead` bytes: tiny chunks are not gated one by one (the
+        // decoder gathers them into one run of copies, read in one go here).
+        if len.saturating_sub(fed) < self.config.gate_ahead.max(1) {
             return;
         }
-        let ahead = &mut self.ahead;
         if ahead.serial != Some(open.serial) {
             self.gate.reset();
             ahead.hash.reset();
@@ -996,6 +1003,7 @@ mod tests {
             end_at in 0usize..1_000_000,
             small_limit in any::<bool>(),
             replay in prop::option::of(0usize..8),
+            step in prop_oneof![Just(1usize), 2usize..300, Just(4096)],
         ) {
             // A block sent again, as a server replays an event: the guard compares content hashes
             // taken on different paths (ahead in one copy, at dispatch in the other).
@@ -1009,7 +1017,7 @@ mod tests {
                 config.decoder(crate::sse::Config::default().max_event(9_000).clone());
             }
             config.max_resumes(3);
-            let ahead = config.clone().gate_ahead(1).build();
+            let ahead = config.clone().gate_ahead(step).build();
             let at_dispatch = config.clone().gate_ahead(usize::MAX).build();
             let end_at = end_at % (input.len() + 1);
             let want = run(at_dispatch, &input, &cuts, end_at);
