@@ -354,7 +354,7 @@ impl Exact {
         let mut carry = StringCarry::default();
         let mut declined = None;
         let mut skip = 0;
-        kernels.json_blocks(&block, &mut carry, |at, m| {
+        let done = kernels.json_blocks(&block, &mut carry, |at, m| {
             match self.walk_block(&block, at, m, &mut skip, len) {
                 Ok(()) => true,
                 Err(p) => {
@@ -363,7 +363,9 @@ impl Exact {
                 }
             }
         });
-        declined.unwrap_or(len).min(len)
+        // Without block kernels nothing was walked: all of it is the byte automaton's.
+        let walked = if done == 64 { len } else { 0 };
+        declined.unwrap_or(walked).min(len)
     }
 
     /// One block of [`Exact::walk`] (`bytes[at..at + 64]`); `Err(p)`: stopped in front of byte `p`
