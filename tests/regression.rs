@@ -57,3 +57,8 @@ fn guard_model() {
 fn replay_buffer() {
     replay("replay_buffer", oracles::replay_buffer);
 }
+
+#[test]
+fn resume_ahead() {
+    replay("resume_ahead", oracles::resume_ahead);
+}

@@ -4,4 +4,4 @@
 
 mod oracles;
 
-pub use oracles::{gate_differential, guard_model, replay_buffer, sse_chunking};
+pub use oracles::{gate_differential, guard_model, replay_buffer, resume_ahead, sse_chunking};

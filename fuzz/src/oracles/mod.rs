@@ -1,6 +1,6 @@
 //! One function per fuzz target: raw input in, panic on an oracle violation.
 //!
-//! The byte-oriented targets (`sse_chunking`, `gate_differential`) read a small header so that seed
+//! The byte-oriented targets (`sse_chunking`, `gate_differential`, `resume_ahead`) read a small header so that seed
 //! inputs are the test vectors themselves with two bytes in front:
 //!
 //! ```text
@@ -16,11 +16,13 @@
 mod gate_differential;
 mod guard_model;
 mod replay_buffer;
+mod resume_ahead;
 mod sse_chunking;
 
 pub use gate_differential::gate_differential;
 pub use guard_model::guard_model;
 pub use replay_buffer::replay_buffer;
+pub use resume_ahead::resume_ahead;
 pub use sse_chunking::sse_chunking;
 
 /// The header of a byte-oriented input: `(config, sorted cut points, payload)`.

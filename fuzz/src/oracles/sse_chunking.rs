@@ -24,7 +24,7 @@ const LIMITS: [usize; 4] = [0, 3, 40, usize::MAX];
 /// Block limits `e & 3` picks from (index 0: the default).
 const BLOCKS: [usize; 4] = [usize::MAX, 0, 9, 90];
 /// Repeat counts `e >> 2` picks from.
-const REPEATS: [usize; 4] = [1, 64, 4096, 1 << 16];
+pub(super) const REPEATS: [usize; 4] = [1, 64, 4096, 1 << 16];
 /// Largest expanded payload.
 const MAX_EXPANDED: usize = 8 << 20;
 
@@ -271,7 +271,7 @@ fn header(data: &[u8]) -> (u8, u8, Vec<u16>, &[u8]) {
 
 /// `head 0xFF body 0xFF tail` as `head body^count tail`, at most [`MAX_EXPANDED`] bytes; `None`
 /// when the payload has no such body.
-fn expand(payload: &[u8], count: usize) -> Option<Vec<u8>> {
+pub(super) fn expand(payload: &[u8], count: usize) -> Option<Vec<u8>> {
     let open = payload.iter().position(|&b| b == 0xFF)?;
     let close = open + 1 + payload[open + 1..].iter().position(|&b| b == 0xFF)?;
     let (head, body, tail) = (
