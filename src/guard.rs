@@ -688,10 +688,8 @@ fn content_hash(data: &Data) -> u64 {
 /// The JSON-RPC peek of a message `gate` has just judged `Complete` (`None` for any other verdict),
 /// made from the top-level keys the gate recorded: only those keys and the `id` are read.
 pub(crate) fn gated_peek(gate: &Gate, data: &Data) -> Option<RpcPeek> {
-    if gate.verdict() != Verdict::Complete || data.is_empty() {
-        return None;
-    }
-    Some(crate::message::peek_recorded(data, gate.top_keys()))
+    (gate.verdict() == Verdict::Complete)
+        .then(|| crate::message::peek_recorded(data, gate.top_keys()))
 }
 
 /// Judges `data` with `gate` and hashes it in the same pass over each segment.
@@ -821,25 +819,9 @@ impl Guard {
 
     /// Gates `event`'s data itself and decides. See [`Guard::on_event_with_verdict`].
     pub fn on_event(&mut self, event: Event) -> Result<Decision, TornBoundary> {
-        // Only non-empty data can be a message; the verdict is not looked at otherwise.
-        if event.data.is_empty() {
-            return self.decide(event, Verdict::Incomplete, content_hash(&Data::new()), None);
-        }
+        // Empty data is `Incomplete` (and not looked at): only non-empty data can be a message.
         let (verdict, hash) = gate_and_hash(&mut self.gate, &event.data);
         let rpc = gated_peek(&self.gate, &event.data);
-        self.decide(event, verdict, hash, rpc)
-    }
-
-    /// Decides about one dispatched event whose data `gate` has just judged: its verdict, the
-    /// content hash taken on the same pass, and the JSON-RPC peek made from the top-level keys the
-    /// gate recorded ([`gated_peek`]), so nothing reads the message again.
-    pub(crate) fn on_event_gated(
-        &mut self,
-        event: Event,
-        verdict: Verdict,
-        hash: u64,
-        rpc: Option<RpcPeek>,
-    ) -> Result<Decision, TornBoundary> {
         self.decide(event, verdict, hash, rpc)
     }
 
@@ -853,9 +835,11 @@ impl Guard {
         self.decide(event, verdict, hash, None)
     }
 
-    /// The decision; `hash` is [`content_hash`] of the data, `rpc` the JSON-RPC peek when the caller
-    /// made it (otherwise a message is peeked here).
-    fn decide(
+    /// The decision about one dispatched event: `verdict` is the gate's, `hash` is [`content_hash`]
+    /// of the data (taken on the gate's pass by [`gate_and_hash`]), `rpc` the JSON-RPC peek when the
+    /// caller made it from the gate's key record ([`gated_peek`]; otherwise a message is peeked
+    /// here), so nothing reads the message again.
+    pub(crate) fn decide(
         &mut self,
         event: Event,
         verdict: Verdict,
@@ -891,13 +875,14 @@ impl Guard {
         };
         // A priming event: it moves the cursor and proves nothing, wherever it comes.
         self.conn.events += 1;
-        if let Some(seen) = self.recent.get(id) {
+        let key = self.recent.key(id);
+        if let Some(seen) = self.recent.get(key) {
             return self.replayed(id, seen, hash);
         }
         if matches!(self.phase, Phase::Verifying { .. }) {
             self.check_contiguous(id)?;
         }
-        self.recent.insert(id, hash, false, self.config.window);
+        self.recent.insert(key, hash, false, self.config.window);
         self.cursor = own_id.clone();
         Ok(Decision::Cursor(id.clone()))
     }
@@ -938,8 +923,9 @@ impl Guard {
         rpc: Option<RpcPeek>,
     ) -> Result<Decision, TornBoundary> {
         self.conn.events += 1;
-        if let Some(id) = &own_id
-            && let Some(seen) = self.recent.get(id)
+        let key = own_id.as_ref().map(|id| self.recent.key(id));
+        if let (Some(id), Some(key)) = (&own_id, key)
+            && let Some(seen) = self.recent.get(key)
         {
             return self.replayed(id, seen, hash);
         }
@@ -971,7 +957,7 @@ impl Guard {
             match self.registry.answer(rpc_id, hash) {
                 Response::Identical => {
                     self.stats.skipped += 1;
-                    self.remember(own_id, hash);
+                    self.remember(own_id, key, hash);
                     return Ok(Decision::Skip(Skip::DuplicateResponse {
                         rpc_id: rpc_id.clone(),
                     }));
@@ -985,7 +971,7 @@ impl Guard {
                 Response::New | Response::Unrequested => self.mine.retain(|o| o != rpc_id),
             }
         }
-        self.remember(own_id.clone(), hash);
+        self.remember(own_id.clone(), key, hash);
         self.stats.delivered += 1;
         self.stats.delivered_bytes += bytes as u64;
         Ok(Decision::Deliver(Delivery {
@@ -996,9 +982,11 @@ impl Guard {
         }))
     }
 
-    fn remember(&mut self, own_id: Option<Bytes>, hash: u64) {
-        if let Some(id) = own_id {
-            self.recent.insert(&id, hash, true, self.config.window);
+    /// Remembers a delivered (or identically re-sent) message under its own id, whose window key
+    /// is `key`, and moves the cursor there.
+    fn remember(&mut self, own_id: Option<Bytes>, key: Option<u64>, hash: u64) {
+        if let (Some(id), Some(key)) = (own_id, key) {
+            self.recent.insert(key, hash, true, self.config.window);
             self.cursor = Some(id);
         }
     }
@@ -1066,7 +1054,7 @@ impl Guard {
             // delivered.
             if let Some(id) = &p.id
                 && p.data_len > 0
-                && self.recent.get(id).is_none()
+                && self.recent.get(self.recent.key(id)).is_none()
             {
                 partial_id = Some(id.clone());
             }

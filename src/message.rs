@@ -202,13 +202,6 @@ impl Message {
     pub fn jsonrpc_peek(&self) -> RpcPeek {
         peek(&self.data).unwrap_or(RpcPeek::OTHER)
     }
-
-    /// [`Message::jsonrpc_peek`] reading only the top-level keys whose offsets the gate recorded while
-    /// it judged this message `Complete`: the message is not read again.
-    #[cfg(test)]
-    fn jsonrpc_peek_keys(&self, keys: &TopKeys) -> RpcPeek {
-        peek_recorded(&self.data, Some(keys))
-    }
 }
 
 /// [`Message::jsonrpc_peek`] of `data`, reading only the top-level keys at the offsets `keys` holds
@@ -511,11 +504,11 @@ fn peek(data: &Data) -> Option<RpcPeek> {
 /// The peek that reads only the top-level keys at `keys` (their opening quotes, as the gate recorded
 /// them while judging the message `Complete`) and the `id` value: nothing else of the message is read.
 fn peek_keys(data: &Data, keys: &[u64]) -> Option<RpcPeek> {
-    let mut c = Cursor::new(data);
     if keys.is_empty() {
         // `{}`, or not an object at all: the full peek answers at once.
         return peek(data);
     }
+    let mut c = Cursor::new(data);
     let mut members = Members::default();
     let mut key = PeekBuf::new();
     let segs = c.segs;
@@ -839,10 +832,7 @@ mod tests {
                 let recorded = keys.and_then(TopKeys::offsets).map(<[u64]>::len);
                 proptest::prop_assert_eq!(recorded, Some(members.len()), "{}", text);
             }
-            let peeked = match keys {
-                Some(k) => message.jsonrpc_peek_keys(k),
-                None => message.jsonrpc_peek(),
-            };
+            let peeked = peek_recorded(&data, keys);
             proptest::prop_assert_eq!(peeked, want, "{}", text);
         }
     }

@@ -308,11 +308,10 @@ impl Gate {
     }
 
     /// The message offsets of the top-level object's keys (their opening quotes), recorded in the same
-    /// pass that judged the message; `None` when the fast path judged it or the object has more keys
-    /// than are recorded. Meaningful once the verdict is `Complete`.
+    /// pass that judged the message; `None` when the fast path judged it (a record with more keys
+    /// than it holds says so itself: [`TopKeys::offsets`]). Meaningful once the verdict is `Complete`.
     pub(crate) fn top_keys(&self) -> Option<&TopKeys> {
-        let keys = self.exact.top_keys();
-        (self.exact_answers() && keys.offsets().is_some()).then_some(keys)
+        self.exact_answers().then(|| self.exact.top_keys())
     }
 
     /// Forgets the message seen so far, keeping allocations, ready for the next message.

@@ -81,9 +81,15 @@ impl Window {
         }
     }
 
-    /// The content hash remembered for `id`.
-    pub(crate) fn get(&self, id: &[u8]) -> Option<u64> {
-        self.ids.get(&id_key(self.seed, id)).map(|s| s.content)
+    /// The window's key for `id` (its seeded hash): computed once per event, for [`Window::get`]
+    /// and [`Window::insert`].
+    pub(crate) fn key(&self, id: &[u8]) -> u64 {
+        id_key(self.seed, id)
+    }
+
+    /// The content hash remembered for the id whose [`Window::key`] is `key`.
+    pub(crate) fn get(&self, key: u64) -> Option<u64> {
+        self.ids.get(&key).map(|s| s.content)
     }
 
     /// Whether a remembered message (not a priming event) had this content hash.
@@ -93,8 +99,8 @@ impl Window {
             .any(|e| e.seen.message && e.seen.content == content)
     }
 
-    pub(crate) fn insert(&mut self, id: &[u8], content: u64, message: bool, cap: usize) {
-        let key = id_key(self.seed, id);
+    /// Remembers the id whose [`Window::key`] is `key` (a key already remembered keeps its entry).
+    pub(crate) fn insert(&mut self, key: u64, content: u64, message: bool, cap: usize) {
         let seen = Seen { content, message };
         match self.ids.entry(key) {
             std::collections::hash_map::Entry::Occupied(_) => return,

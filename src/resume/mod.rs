@@ -692,19 +692,18 @@ impl ResumableStream {
                 return Output::Dropped(refusal);
             }
         };
+        // Empty data comes back `Incomplete` and is not looked at.
         let (verdict, hash) = self.gate_event(&event.data);
-        let verdict = (!event.data.is_empty()).then_some(verdict);
         if self.observe {
             self.last_event = Some(EventInfo {
                 id: event.has_own_id.then(|| event.id.clone()),
                 event_type: Bytes::copy_from_slice(event.event_type()),
                 bytes: event.data.len(),
-                verdict,
+                verdict: (!event.data.is_empty()).then_some(verdict),
             });
         }
         let rpc = guard::gated_peek(&self.gate, &event.data);
-        let verdict = verdict.unwrap_or(Verdict::Incomplete);
-        match self.guard.on_event_gated(event, verdict, hash, rpc) {
+        match self.guard.decide(event, verdict, hash, rpc) {
             Ok(Decision::Deliver(d)) => {
                 self.progressed = true;
                 Output::Deliver(d)
