@@ -680,3 +680,174 @@ proptest! {
         }
     }
 }
+
+// ---- the block grammar check against the byte automaton ----
+
+/// A small deterministic generator (the test draws only its seed).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        self.next() as usize % n
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a [u8]]) -> &'a [u8] {
+        from[self.below(from.len())]
+    }
+}
+
+/// Whitespace between tokens: usually none, as servers send it.
+fn gap(r: &mut Rng, out: &mut Vec<u8>) {
+    if r.below(4) == 0 {
+        out.extend_from_slice(r.pick(&[b" ", b"\n", b"  ", b"\r\n\t", b" \n  "]));
+    }
+}
+
+/// MCP-shaped JSON the block check takes whole: objects and arrays of plain strings, numbers
+/// (signs, zeros, fractions, a few exponents) and literals, with whitespace here and there.
+fn plain_json(r: &mut Rng, depth: usize, out: &mut Vec<u8>) {
+    let kind = if depth >= 6 {
+        2 + r.below(3)
+    } else {
+        r.below(5)
+    };
+    match kind {
+        0 | 1 => {
+            let (open, close) = if kind == 0 {
+                (b'{', b'}')
+            } else {
+                (b'[', b']')
+            };
+            out.push(open);
+            gap(r, out);
+            for k in 0..r.below(7) {
+                if k > 0 {
+                    gap(r, out);
+                    out.push(b',');
+                    gap(r, out);
+                }
+                if kind == 0 {
+                    out.extend_from_slice(r.pick(&[
+                        b"\"id\"",
+                        b"\"v\"",
+                        b"\"type\"",
+                        b"\"\"",
+                        b"\"isError\"",
+                    ]));
+                    gap(r, out);
+                    out.push(b':');
+                    gap(r, out);
+                }
+                plain_json(r, depth + 1, out);
+            }
+            gap(r, out);
+            out.push(close);
+        }
+        2 => out.extend_from_slice(r.pick(&[
+            b"0",
+            b"-0",
+            b"7",
+            b"12345",
+            b"-42",
+            b"3.25",
+            b"0.5",
+            b"-0.125",
+            b"10.0",
+            b"1e5",
+            b"2E-3",
+            b"-1.5e+10",
+            b"99999999999999999999",
+        ])),
+        3 if r.below(64) == 0 => out.extend_from_slice(r.pick(&[
+            b"1.2.3", b"01", b"-", b"1.", b".5", b"-01", b"1e", b"1e+", b"--1", b"1-2", b"0x1",
+            b"1.5e3.2", b"-a", b"+1", b"tru", b"nul", b"falsey", b"truex", b"nulll", b"True",
+        ])),
+        3 => out.extend_from_slice(r.pick(&[b"true", b"false", b"null"])),
+        _ => {
+            out.push(b'"');
+            for _ in 0..r.below(24) {
+                out.extend_from_slice(
+                    r.pick(&[b"a", b"text ", b"{", b"]", b":", b",", b"x7", b"-1"]),
+                );
+            }
+            if r.below(16) == 0 {
+                out.extend_from_slice(r.pick(&[b"\\n", b"\\\"", b"\xc3\xa9"]));
+            }
+            out.push(b'"');
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// The exact gate's block grammar check (whole 64-byte blocks judged with mask arithmetic)
+    /// against the portable byte automaton, and the whole-text verdict against serde_json: plain
+    /// MCP-shaped JSON, repeated so that many blocks go through the check, with up to three random
+    /// one-byte edits (insert, delete, replace) from the bytes the grammar turns on. Whole and in
+    /// random pieces, every kernel gives the portable verdict and reason after every piece.
+    #[test]
+    fn block_grammar_matches_portable(seed in any::<u64>(), edits in 0usize..4, align in 0usize..64) {
+        let mut r = Rng(seed);
+        let mut text = vec![b' '; align];
+        text.push(b'[');
+        let size = align + 200 + r.below(800);
+        while text.len() < size {
+            if text.len() > align + 1 {
+                text.push(b',');
+            }
+            plain_json(&mut r, 1, &mut text);
+        }
+        text.push(b']');
+        for _ in 0..edits {
+            let at = r.below(text.len() + 1);
+            let byte = r.pick(&[b"{", b"}", b"[", b"]", b":", b",", b"\"", b"0", b"5", b"-", b".", b"e", b"t", b" ", b"\\"])[0];
+            match r.below(3) {
+                0 => text.insert(at, byte),
+                1 if at < text.len() => { text.remove(at); }
+                _ if at < text.len() => text[at] = byte,
+                _ => {}
+            }
+        }
+        // A tight depth limit now and then, so that blocks go over it.
+        let max_depth = if r.below(4) == 0 { 2 + r.below(6) } else { 128 };
+        let depth_ok = max_depth == 128 && text.iter().filter(|&&b| b == b'[' || b == b'{').count() < 120;
+        let mut reference = Config::new().exact(true).max_depth(max_depth).build_with_isa(Isa::Portable).unwrap();
+        let whole = feed_pieces(&mut reference, &[&text]);
+        let whole_reason = reference.invalid_reason().cloned();
+        if depth_ok {
+            // serde_json skips the UTF-8 check of strings it ignores: check the text first.
+            let parses = std::str::from_utf8(&text).is_ok()
+                && serde_json::from_slice::<serde::de::IgnoredAny>(&text).is_ok();
+            prop_assert_eq!(whole == Verdict::Complete, parses, "serde_json disagrees: {:?}", String::from_utf8_lossy(&text));
+        }
+        let mut cuts: Vec<&[u8]> = vec![];
+        let mut from = 0;
+        while from < text.len() {
+            let step = 1 + r.below(200);
+            cuts.push(&text[from..(from + step).min(text.len())]);
+            from += step;
+        }
+        for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
+            let mut g = Config::new().exact(true).max_depth(max_depth).build_with_isa(isa).unwrap();
+            prop_assert_eq!(feed_pieces(&mut g, &[&text]), whole, "{:?} whole", isa);
+            prop_assert_eq!(g.invalid_reason(), whole_reason.as_ref(), "{:?} whole", isa);
+            reference.reset();
+            g.reset();
+            for (k, c) in cuts.iter().enumerate() {
+                reference.feed(c);
+                g.feed(c);
+                prop_assert_eq!(g.verdict(), reference.verdict(), "{:?} piece {}", isa, k);
+                prop_assert_eq!(g.invalid_reason(), reference.invalid_reason(), "{:?} piece {}", isa, k);
+            }
+        }
+    }
+}

@@ -81,6 +81,18 @@ impl TopKeys {
         overflow: false,
     };
 
+    /// Records the next top-level key's opening quote.
+    #[inline]
+    fn push(&mut self, at: u64) {
+        match self.at.get_mut(usize::from(self.len)) {
+            Some(slot) => {
+                *slot = at;
+                self.len += 1;
+            }
+            None => self.overflow = true,
+        }
+    }
+
     /// The recorded offsets, or `None` when there were more keys than fit.
     pub(crate) fn offsets(&self) -> Option<&[u64]> {
         (!self.overflow).then(|| &self.at[..usize::from(self.len)])
@@ -104,6 +116,9 @@ pub(crate) struct Exact {
     reason: Option<InvalidReason>,
     kernels: Kernels,
     keys: TopKeys,
+    /// Blocks the block grammar check declined to the per-token walker.
+    #[cfg(test)]
+    declined_blocks: usize,
 }
 
 impl Exact {
@@ -119,6 +134,8 @@ impl Exact {
             reason: None,
             kernels,
             keys: TopKeys::EMPTY,
+            #[cfg(test)]
+            declined_blocks: 0,
         }
     }
 
@@ -145,14 +162,7 @@ impl Exact {
     #[inline]
     fn key_at(&mut self, at: u64) {
         if self.depth == 1 {
-            let k = &mut self.keys;
-            match k.at.get_mut(usize::from(k.len)) {
-                Some(slot) => {
-                    *slot = at;
-                    k.len += 1;
-                }
-                None => k.overflow = true,
-            }
+            self.keys.push(at);
         }
     }
 
@@ -384,7 +394,8 @@ impl Exact {
         let unusual = m.control | m.backslash | m.non_ascii;
         let opening = m.quotes & m.in_string;
         let closing = m.quotes & !m.in_string;
-        let mut events = (m.ops | opening | (scalar & !(scalar << 1))) & !below(*skip);
+        let mut from = *skip;
+        let mut events = (m.ops | opening | (scalar & !(scalar << 1))) & !below(from);
         *skip = 0;
         if self.st == St::Str {
             // A string that began in an earlier block of this walk.
@@ -397,6 +408,16 @@ impl Exact {
             }
             self.string_done();
             events &= after(end);
+            from = end + 1;
+        }
+        if from < 64 {
+            match self.grammar_block(bytes, at, &m, from, limit) {
+                Some(skipped) => {
+                    *skip = skipped;
+                    return Ok(());
+                }
+                None => self.declined(),
+            }
         }
         while events != 0 {
             let p = events.trailing_zeros() as usize;
@@ -492,6 +513,242 @@ impl Exact {
             }
         }
         Ok(())
+    }
+
+    /// The whole grammar of block `bytes[at..at + 64]` from byte `from` on, at once, with mask
+    /// arithmetic instead of one step per token (the per-token walk in [`Exact::walk_block`] is the
+    /// fallback). Returns `None`, with the state untouched, unless the block is provably valid JSON
+    /// continuing from the current state; then the state is the one at the end of the block, and the
+    /// result is how many bytes of the next block belong to a scalar token that ran over its end
+    /// (judged here, as the walker does).
+    ///
+    /// How: every token end drops a marker on the byte after it; adding the marker to the
+    /// whitespace mask carries it over the whitespace onto the next token's first byte. Each kind of
+    /// token end lands only on the token starts the grammar allows after it (after a value inside
+    /// an object: `,` or `}`; after a key: `:`; ...). Whether a comma or a value sits in an object
+    /// or an array comes from one pass over the block's brackets, the only per-token loop left.
+    /// Keys are the strings that land after `{` or an object's `,`. Numbers are checked with masks
+    /// (sign, leading zero, fraction; exponents are left to the walker), literals by comparison.
+    /// What it does not take: escapes, control or non-ASCII bytes in strings, exponents, scalar
+    /// tokens that reach `limit`, a top-level scalar, anything after the top-level value, nesting
+    /// beyond 64 levels at entry, and every error.
+    #[inline(always)]
+    fn grammar_block(
+        &mut self,
+        bytes: &[u8],
+        at: usize,
+        m: &JsonMasks,
+        from: usize,
+        limit: usize,
+    ) -> Option<usize> {
+        if !self.walkable() && self.st != St::Done {
+            return None;
+        }
+        let block = &bytes[at..at + 64];
+        let live = !below(from);
+        let in_str = m.in_string & live;
+        let open_q = m.quotes & in_str;
+        let close_q = m.quotes & !m.in_string & live;
+        if (m.control | m.backslash | m.non_ascii) & (in_str | close_q) != 0 {
+            return None;
+        }
+        let ops = m.ops & live;
+        let lb = ops & m.open & m.curly;
+        let lk = ops & m.open & !m.curly;
+        let rb = ops & m.close & m.curly;
+        let rk = ops & m.close & !m.curly;
+        let col = ops & m.colon;
+        let com = ops & m.comma;
+
+        // Scalar tokens: starts, ends (inclusive), and the one running over the block's end.
+        let scal = !(m.ws | m.ops | m.quotes | m.in_string) & live;
+        let ss = scal & !(scal << 1);
+        let se = scal & !(scal >> 1);
+        let mut over = 0;
+        let mut skipped = 0;
+        if scal >> 63 == 1 {
+            let start = 64 - (!scal).leading_zeros() as usize;
+            let rest = bytes.get(at + 64..).unwrap_or_default();
+            let len = rest.iter().position(|&b| !is_scalar_byte(b))?;
+            if len >= 64 || !scalar_token(&bytes[at + start..at + 64 + len]) {
+                return None;
+            }
+            over = !below(start);
+            skipped = len;
+        }
+        if limit < 64 && se >> (limit - 1) & 1 == 1 {
+            return None;
+        }
+        let scal_in = scal & !over;
+        let ss_in = ss & scal_in;
+        let num_start = ss_in & (m.digit | m.minus);
+        let lit_start = ss_in & !num_start;
+        let lit = scal_in & !scal_in.wrapping_add(lit_start);
+        let num = scal_in & !lit;
+        let dots = m.dot & num;
+        let signed = m.minus & num_start;
+        let int_start = (num_start & !m.minus) | (signed << 1);
+        let bad_number = (num & !(m.digit | m.minus | m.dot))
+            | (m.minus & num & !ss_in)
+            | (dots & !(m.digit << 1))
+            | (num & !num.wrapping_add(dots << 1) & m.dot)
+            | (((m.zero & int_start) << 1) & m.digit)
+            | (se & num & !m.digit);
+        if bad_number != 0 {
+            return None;
+        }
+        let mut l = lit_start;
+        while l != 0 {
+            let p = l.trailing_zeros() as usize;
+            l &= l - 1;
+            let end = first_or_64(se & !below(p));
+            if !literal(&block[p..], end + 1 - p) {
+                return None;
+            }
+        }
+
+        // Container context per byte, after the token there: in an object, at depth 0, at depth 1.
+        // The block's brackets are the one sequential step, branch-free. The kinds of the open
+        // containers are bits of one word: bit d is the container at depth d (an object when set),
+        // bit 0 stands for the top level (not an object). The block is taken only while the depth
+        // stays below 63.
+        let opens = m.open & ops;
+        let mut brackets = (m.open | m.close) & ops;
+        let deepest = self.depth + opens.count_ones() as usize;
+        if deepest > 62 || deepest > self.max_depth {
+            return None;
+        }
+        let entry_depth = self.depth as i32;
+        let mut depth = entry_depth;
+        let mut stack = self.stack.first().copied().unwrap_or(0) << 1;
+        let entry_in_obj = stack >> depth & 1;
+        let mut in_obj = entry_in_obj;
+        let mut obj = live & 0u64.wrapping_sub(in_obj);
+        let mut lowest = depth;
+        let mut mismatched = 0;
+        while brackets != 0 {
+            let p = brackets.trailing_zeros();
+            brackets &= brackets - 1;
+            let open = opens >> p & 1;
+            let curly = m.curly >> p & 1;
+            // An opener writes its kind at the new depth; a closer needs its kind at the current one.
+            let at = (depth + open as i32) as u32 & 63;
+            let differs = (stack >> at & 1) ^ curly;
+            mismatched |= differs & (open ^ 1);
+            stack ^= (differs & open) << at;
+            depth += 2 * open as i32 - 1;
+            lowest = lowest.min(depth);
+            let now = stack >> (depth as u32 & 63) & 1;
+            obj ^= (!0u64 << p) & 0u64.wrapping_sub(now ^ in_obj);
+            in_obj = now;
+        }
+        if mismatched != 0 || lowest < 0 {
+            return None;
+        }
+        // Depth 0 and 1 matter only in the blocks that reach them (where the top-level value
+        // closes, and where the top-level keys are): a second pass there.
+        let (mut top0, mut top1) = (0, 0);
+        if lowest <= 1 {
+            let mut d = entry_depth;
+            top0 = live & 0u64.wrapping_sub(u64::from(d == 0));
+            top1 = live & 0u64.wrapping_sub(u64::from(d == 1));
+            let mut brackets = (m.open | m.close) & ops;
+            while brackets != 0 {
+                let p = brackets.trailing_zeros();
+                brackets &= brackets - 1;
+                let was = (u64::from(d == 0), u64::from(d == 1));
+                d += 2 * (opens >> p & 1) as i32 - 1;
+                let flip = !0u64 << p;
+                top0 ^= flip & 0u64.wrapping_sub(u64::from(d == 0) ^ was.0);
+                top1 ^= flip & 0u64.wrapping_sub(u64::from(d == 1) ^ was.1);
+            }
+        }
+        let entry_in_obj = entry_in_obj == 1;
+
+        // Successors: each kind of token end, carried over whitespace onto the next token start.
+        let ws = m.ws;
+        let land = |ends: u64| ws.wrapping_add(ends) & !ws;
+        let entry = 1u64 << from;
+        let entry_st = self.st;
+        let at_entry = |st: St| {
+            if std::mem::discriminant(&entry_st) == std::mem::discriminant(&st) {
+                entry
+            } else {
+                0
+            }
+        };
+        let value_start = lb | lk | open_q | ss;
+        let after_lb = land((lb << 1) | at_entry(St::ObjFirst));
+        let after_obj_comma = land(((com & obj) << 1) | at_entry(St::Key));
+        let keys = (after_lb | after_obj_comma) & open_q;
+        let key_end = in_str.wrapping_add(keys) & close_q;
+        let value_end = rb | rk | (close_q & !key_end) | se;
+        let entry_after = at_entry(St::After);
+        let entry_obj = if entry_in_obj { entry_after } else { 0 };
+        let entry_arr = entry_after & !entry_obj;
+        let bad = (after_lb & !(open_q | rb))
+            | (after_obj_comma & !open_q)
+            | (land((lk << 1) | at_entry(St::ArrFirst)) & !(value_start | rk))
+            | (land((col << 1) | at_entry(St::Value)) & !value_start)
+            | (land((com & !obj) << 1) & !value_start)
+            | (land((key_end << 1) | at_entry(St::Colon)) & !col)
+            | (land(((value_end & obj) << 1) | entry_obj) & !(com | rb))
+            | (land(((value_end & !obj & !top0) << 1) | entry_arr) & !(com | rk))
+            | land(((value_end & top0) << 1) | at_entry(St::Done))
+            | (land(at_entry(St::Start)) & !(lb | lk));
+        if bad != 0 {
+            return None;
+        }
+
+        // The state after the block's last token.
+        let ends = lb | lk | rb | rk | col | com | close_q | se;
+        let (st, key) = if in_str >> 63 == 1 {
+            let last_open = 1u64 << (63 - open_q.leading_zeros());
+            (St::Str, keys & last_open != 0)
+        } else if ends == 0 {
+            (self.st, self.key)
+        } else {
+            let last = 1u64 << (63 - ends.leading_zeros());
+            let st = if last & lb != 0 {
+                St::ObjFirst
+            } else if last & lk != 0 {
+                St::ArrFirst
+            } else if last & col != 0 {
+                St::Value
+            } else if last & com != 0 {
+                if last & obj != 0 { St::Key } else { St::Value }
+            } else if last & key_end != 0 {
+                St::Colon
+            } else if last & top0 != 0 {
+                St::Done
+            } else {
+                St::After
+            };
+            (st, self.key)
+        };
+        let mut top_keys = keys & top1;
+        while top_keys != 0 {
+            let p = top_keys.trailing_zeros();
+            top_keys &= top_keys - 1;
+            self.keys.push(self.offset + (at as u64) + u64::from(p));
+        }
+        match self.stack.first_mut() {
+            Some(word) => *word = stack >> 1,
+            None => self.stack.push(stack >> 1),
+        }
+        self.depth = depth as usize;
+        self.st = st;
+        self.key = key;
+        Some(skipped)
+    }
+
+    /// Counts a block the grammar check left to the per-token walker (tests assert on it).
+    #[inline(always)]
+    fn declined(&mut self) {
+        #[cfg(test)]
+        {
+            self.declined_blocks += 1;
+        }
     }
 
     /// The byte automaton: consumes `bytes` (at message offset `self.offset`), or (with `YIELD`) returns
@@ -856,6 +1113,35 @@ fn is_scalar_byte(b: u8) -> bool {
     )
 }
 
+/// Whether the first `len` bytes of `rest` are exactly `true`, `false` or `null`.
+#[inline(always)]
+fn literal(rest: &[u8], len: usize) -> bool {
+    match rest.first_chunk::<8>() {
+        Some(w) => {
+            let w = u64::from_le_bytes(*w);
+            let word = |lit: &[u8]| {
+                let mut b = [0; 8];
+                b[..lit.len()].copy_from_slice(lit);
+                u64::from_le_bytes(b)
+            };
+            const TRUE: u64 = 0x6575_7274;
+            const NULL: u64 = 0x6c6c_756e;
+            const FALSE: u64 = 0x65_736c_6166;
+            debug_assert_eq!(
+                (word(b"true"), word(b"null"), word(b"false")),
+                (TRUE, NULL, FALSE)
+            );
+            let four = w as u32 as u64;
+            let five = w & 0xff_ffff_ffff;
+            (len == 4 && (four == TRUE || four == NULL)) || (len == 5 && five == FALSE)
+        }
+        None => {
+            let t = &rest[..len];
+            t == b"true" || t == b"false" || t == b"null"
+        }
+    }
+}
+
 /// Whether `t` (non-empty) is exactly one JSON number or literal.
 #[inline(always)]
 fn scalar_token(t: &[u8]) -> bool {
@@ -1061,6 +1347,46 @@ mod tests {
 
     /// Every token at every position of a long, valid string with escapes and non-ASCII text, at every
     /// alignment mod 64.
+    /// Valid JSON of the shapes MCP servers send (no escapes, non-ASCII text or exponents): every
+    /// whole block goes through the block grammar check, none is declined to the per-token walker,
+    /// at every alignment and with whitespace or without; the verdict is `Complete` and the
+    /// top-level keys are recorded where they are.
+    #[test]
+    fn block_check_takes_plain_json() {
+        let Some(kernels) = Kernels::new(Isa::detect()).filter(|k| k.has_blocks()) else {
+            return;
+        };
+        for gap in ["", " ", "\n  "] {
+            let mut rows = String::new();
+            for i in 0..300 {
+                if i > 0 {
+                    rows.push_str(&format!(",{gap}"));
+                }
+                rows.push_str(&format!(
+                    r#"{{"id":{i},{gap}"v":[{},{}.5,-3,0,-0.25,{gap}100],"ok":true,"t":"x{} y","n":null,"f":false,"e":{{}},"a":[{gap}],"p":{{"q":[[{{}}]]}}}}"#,
+                    i % 1000,
+                    i % 7,
+                    i % 13
+                ));
+            }
+            let message = format!(
+                r#"{{"jsonrpc":"2.0",{gap}"id":4,"result":{{"rows":[{rows}],"isError":false}}}}"#
+            );
+            for align in 0..64 {
+                let text = format!("{}{message}", " ".repeat(align));
+                let mut e = Exact::new(64, kernels);
+                e.feed(text.as_bytes());
+                assert_eq!(e.verdict(), Verdict::Complete, "gap {gap:?} align {align}");
+                assert_eq!(e.declined_blocks, 0, "gap {gap:?} align {align}");
+                let keys: Vec<u64> = ["\"jsonrpc\"", "\"id\"", "\"result\""]
+                    .iter()
+                    .map(|k| text.find(k).unwrap() as u64)
+                    .collect();
+                assert_eq!(e.top_keys().offsets(), Some(&keys[..]));
+            }
+        }
+    }
+
     #[test]
     fn string_kernels_every_position_and_alignment() {
         let body: Vec<u8> =

@@ -129,6 +129,24 @@ pub(crate) struct JsonMasks {
     pub(crate) control: u64,
     /// At least 0x80, anywhere.
     pub(crate) non_ascii: u64,
+    /// `{` or `[`, anywhere (the grammar check keeps the ones outside strings).
+    pub(crate) open: u64,
+    /// `}` or `]`, anywhere.
+    pub(crate) close: u64,
+    /// `{` or `}`, anywhere.
+    pub(crate) curly: u64,
+    /// `:`, anywhere.
+    pub(crate) colon: u64,
+    /// `,`, anywhere.
+    pub(crate) comma: u64,
+    /// `0` to `9`, anywhere.
+    pub(crate) digit: u64,
+    /// `0`, anywhere.
+    pub(crate) zero: u64,
+    /// `-`, anywhere.
+    pub(crate) minus: u64,
+    /// `.`, anywhere.
+    pub(crate) dot: u64,
 }
 
 /// What the structural classification carries from one byte to the next across blocks and pieces.
@@ -360,6 +378,15 @@ mod tests {
                 set(&mut m.non_ascii, b >= 0x80);
                 // Escaped or not: outside strings an escape is an error the walker finds first.
                 set(&mut m.ops, carry.in_string == 0 && b"{}[]:,".contains(&b));
+                set(&mut m.open, b == b'{' || b == b'[');
+                set(&mut m.close, b == b'}' || b == b']');
+                set(&mut m.curly, b == b'{' || b == b'}');
+                set(&mut m.colon, b == b':');
+                set(&mut m.comma, b == b',');
+                set(&mut m.digit, b.is_ascii_digit());
+                set(&mut m.zero, b == b'0');
+                set(&mut m.minus, b == b'-');
+                set(&mut m.dot, b == b'.');
                 if carry.escaped != 0 {
                     carry.escaped = 0;
                     m.in_string |= carry.in_string & bit;
@@ -386,7 +413,7 @@ mod tests {
         for kernels in available().into_iter().filter(|k| k.has_blocks()) {
             for seed in 0..300u64 {
                 let alphabet: &[u8] = if seed % 2 == 0 {
-                    b"\"\\{}[]:,ab \t\n\r1e-.\x01\xc3\xa9"
+                    b"\"\\{}[]:,ab \t\n\r1e-.0\x01\xc3\xa9"
                 } else {
                     b"\\\\\\\"[{:"
                 };

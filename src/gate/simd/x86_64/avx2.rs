@@ -2,8 +2,9 @@
 
 use std::arch::x86_64::{
     __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_cmpeq_epi8,
-    _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_movemask_epi8, _mm256_or_si256,
-    _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_srli_epi16,
+    _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_min_epu8, _mm256_movemask_epi8,
+    _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
+    _mm256_srli_epi16, _mm256_sub_epi8,
 };
 
 use super::prefix_xor;
@@ -262,6 +263,8 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
     let ptr = bytes.as_ptr();
     let bit5 = _mm256_set1_epi8(0x20);
     let c = _mm256_set1_epi8(0x1f);
+    let zero_v = _mm256_set1_epi8(b'0' as i8);
+    let nine_v = _mm256_set1_epi8(9);
     // The 64-bit mask of `byte` in the block held as two halves.
     let eq = |lo: __m256i, hi: __m256i, b: u8| {
         let t = _mm256_set1_epi8(b as i8);
@@ -275,7 +278,14 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
         let backslash = eq(lo, hi, b'\\');
         // `[` | 0x20 == `{` and `]` | 0x20 == `}`; no other byte maps there.
         let (flo, fhi) = (_mm256_or_si256(lo, bit5), _mm256_or_si256(hi, bit5));
-        let ops = eq(flo, fhi, b'{') | eq(flo, fhi, b'}') | eq(lo, hi, b':') | eq(lo, hi, b',');
+        let (open, close) = (eq(flo, fhi, b'{'), eq(flo, fhi, b'}'));
+        let (colon, comma) = (eq(lo, hi, b':'), eq(lo, hi, b','));
+        let ops = open | close | colon | comma;
+        // Unsigned `v - '0' <= 9`  <=>  min(v - '0', 9) == v - '0'.
+        let digit = |v: __m256i| {
+            let d = _mm256_sub_epi8(v, zero_v);
+            bits(_mm256_cmpeq_epi8(_mm256_min_epu8(d, nine_v), d))
+        };
         let ws = eq(lo, hi, b' ') | eq(lo, hi, b'\t') | eq(lo, hi, b'\n') | eq(lo, hi, b'\r');
         let mut esc_next = esc_carry;
         let escaped = escapes(backslash, &mut esc_next);
@@ -292,6 +302,15 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
             backslash,
             control,
             non_ascii: bits(lo) | (bits(hi) << 32),
+            open,
+            close,
+            curly: eq(lo, hi, b'{') | eq(lo, hi, b'}'),
+            colon,
+            comma,
+            digit: digit(lo) | (digit(hi) << 32),
+            zero: eq(lo, hi, b'0'),
+            minus: eq(lo, hi, b'-'),
+            dot: eq(lo, hi, b'.'),
         };
         if !sink(i, masks) {
             break;

@@ -4,7 +4,7 @@ use std::arch::x86_64::{
     __m512i, _mm_loadu_si128, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
     _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512, _mm512_maskz_loadu_epi8,
     _mm512_movepi8_mask, _mm512_or_si512, _mm512_set1_epi8, _mm512_shuffle_epi8, _mm512_srli_epi16,
-    _mm512_test_epi8_mask,
+    _mm512_sub_epi8, _mm512_test_epi8_mask,
 };
 
 use super::prefix_xor;
@@ -226,6 +226,8 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
     let eq = |v: __m512i, b: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8));
     let bit5 = _mm512_set1_epi8(0x20);
     let space_v = _mm512_set1_epi8(0x20);
+    let zero_v = _mm512_set1_epi8(b'0' as i8);
+    let ten_v = _mm512_set1_epi8(10);
     let mut i = 0;
     let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
     while i + 64 <= n {
@@ -234,7 +236,9 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
         let backslash = eq(v, b'\\');
         // `[` | 0x20 == `{` and `]` | 0x20 == `}`; no other byte maps there.
         let folded = _mm512_or_si512(v, bit5);
-        let ops = eq(folded, b'{') | eq(folded, b'}') | eq(v, b':') | eq(v, b',');
+        let (open, close) = (eq(folded, b'{'), eq(folded, b'}'));
+        let (colon, comma) = (eq(v, b':'), eq(v, b','));
+        let ops = open | close | colon | comma;
         let ws = eq(v, b' ') | eq(v, b'\t') | eq(v, b'\n') | eq(v, b'\r');
         let mut esc_next = esc_carry;
         let escaped = escapes(backslash, &mut esc_next);
@@ -248,6 +252,15 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
             backslash,
             control: _mm512_cmplt_epu8_mask(v, space_v),
             non_ascii: _mm512_movepi8_mask(v),
+            open,
+            close,
+            curly: eq(v, b'{') | eq(v, b'}'),
+            colon,
+            comma,
+            digit: _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, zero_v), ten_v),
+            zero: eq(v, b'0'),
+            minus: eq(v, b'-'),
+            dot: eq(v, b'.'),
         };
         if !sink(i, masks) {
             break;
