@@ -337,15 +337,18 @@ impl Exact {
         let mut declined = None;
         // Bytes at the start of the next block that belong to a scalar token already judged.
         let mut skip = 0;
-        let done = kernels.json_blocks(bytes, &mut carry, |at, m| {
-            match self.walk_block(bytes, at, m, &mut skip, usize::MAX) {
+        let done = kernels.json_blocks(
+            bytes,
+            &mut carry,
+            #[inline(always)]
+            |at, m| match self.walk_block(bytes, at, m, &mut skip, usize::MAX) {
                 Ok(()) => true,
                 Err(p) => {
                     declined = Some(at + p);
                     false
                 }
-            }
-        });
+            },
+        );
         // A walk that ran out of whole blocks right after a token that ended in the bytes beyond them
         // consumed those bytes too.
         declined.unwrap_or(done + skip)
@@ -364,15 +367,18 @@ impl Exact {
         let mut carry = StringCarry::default();
         let mut declined = None;
         let mut skip = 0;
-        let done = kernels.json_blocks(&block, &mut carry, |at, m| {
-            match self.walk_block(&block, at, m, &mut skip, len) {
+        let done = kernels.json_blocks(
+            &block,
+            &mut carry,
+            #[inline(always)]
+            |at, m| match self.walk_block(&block, at, m, &mut skip, len) {
                 Ok(()) => true,
                 Err(p) => {
                     declined = Some(at + p);
                     false
                 }
-            }
-        });
+            },
+        );
         // Without block kernels nothing was walked: all of it is the byte automaton's.
         let walked = if done == 64 { len } else { 0 };
         declined.unwrap_or(walked).min(len)

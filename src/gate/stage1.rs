@@ -152,21 +152,26 @@ impl Stage1 {
         let kernels = self.kernels;
         let mut carry = self.carry;
         let mut stopped = None;
-        let done = kernels.structural_blocks(bytes, &mut carry, |at, s| {
-            if s.brackets == 0 {
-                return true;
-            }
-            self.reserve_block();
-            if let Some(p) = self.brackets(s.brackets, s.opens, s.curly) {
-                let offset = self.offset + (at as u64) + u64::from(p);
-                self.bracket_slow((s.opens >> p) & 1 == 1, (s.curly >> p) & 1 == 1, offset);
-                if self.phase != Phase::Inside {
-                    stopped = Some(at + p as usize + 1);
-                    return false;
+        let done = kernels.structural_blocks(
+            bytes,
+            &mut carry,
+            #[inline(always)]
+            |at, s| {
+                if s.brackets == 0 {
+                    return true;
                 }
-            }
-            true
-        });
+                self.reserve_block();
+                if let Some(p) = self.brackets(s.brackets, s.opens, s.curly) {
+                    let offset = self.offset + (at as u64) + u64::from(p);
+                    self.bracket_slow((s.opens >> p) & 1 == 1, (s.curly >> p) & 1 == 1, offset);
+                    if self.phase != Phase::Inside {
+                        stopped = Some(at + p as usize + 1);
+                        return false;
+                    }
+                }
+                true
+            },
+        );
         if let Some(end) = stopped {
             // The top-level container closed or the input is invalid: the carry no longer matters.
             return end;

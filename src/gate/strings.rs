@@ -16,10 +16,30 @@ use super::simd::{Kernels, StringMasks, escapes_branchless};
 #[inline]
 pub(crate) fn skip(kernels: Kernels, bytes: &[u8]) -> Skip {
     let mut run = Run::default();
-    let stop = kernels.string_blocks(bytes, |at, m| run.block(bytes, at, m));
-    run.finish(bytes, stop)
+    let mut at = 0;
+    loop {
+        // Common blocks in one kernel call, their masks kept in registers; a block that needs the
+        // careful look stops the call and is classified again on its own.
+        at += kernels.string_blocks(
+            &bytes[at..],
+            #[inline(always)]
+            |_, m| run.block(m),
+        );
+        if at + 64 > bytes.len() {
+            return run.finish(bytes, at);
+        }
+        let block = &bytes[at..at + 64];
+        let mut more = false;
+        kernels.string_blocks(block, |_, m| {
+            more = run.block_careful(block, at, m);
+            false
+        });
+        if !more {
+            return run.finish(bytes, at);
+        }
+        at += 64;
+    }
 }
-
 /// What one [`skip`] call achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Skip {
@@ -61,6 +81,9 @@ struct Run {
     utf8_from: usize,
     /// Offset of the closing quote, once found.
     close: Option<usize>,
+    /// The non-ASCII bytes of the common blocks, or-ed together: when any, UTF-8 is checked from
+    /// the start.
+    non_ascii: u64,
 }
 
 impl Default for Run {
@@ -69,36 +92,35 @@ impl Default for Run {
             carry: Carry::default(),
             utf8_from: usize::MAX,
             close: None,
+            non_ascii: 0,
         }
     }
 }
 
 impl Run {
-    /// Judges the block at `at` (`bytes[at..at + 64]`). `true`: the block is valid string content and the
-    /// string goes on, keep going. `false`: stop here (the string closed, see [`Run::finish`], or the block
-    /// needs the scalar automaton's careful look; the carry is then left as it was before the block).
-    ///
-    /// The common block (plain text, simple escapes, non-ASCII) takes one branch-free pass; a closing
-    /// quote, a `\u` escape or anything invalid goes to [`Run::block_careful`].
+    /// Judges a common block (plain text, simple escapes, non-ASCII) in one branch-free pass. `true`:
+    /// the block is valid string content and the string goes on. `false`: the block has a closing
+    /// quote, a `\u` escape or something invalid, and needs [`Run::block_careful`]; the carry is
+    /// left as it was before the block.
     #[inline(always)]
-    fn block(&mut self, bytes: &[u8], at: usize, m: StringMasks) -> bool {
+    fn block(&mut self, m: StringMasks) -> bool {
         let (escaped, esc_out) = escapes_branchless(m.backslash, self.carry.esc);
         let closing = m.quote & !escaped;
         let unusual =
             closing | m.control | (escaped & !m.escapable) | (escaped & m.u) | self.carry.hex;
         if unusual != 0 {
-            return self.block_careful(bytes, at, m);
+            return false;
         }
         self.carry.esc = esc_out;
-        if m.non_ascii != 0 && self.utf8_from == usize::MAX {
-            self.utf8_from = at;
-        }
+        self.non_ascii |= m.non_ascii;
         true
     }
 
-    /// [`Run::block`] for blocks with a closing quote, `\u` escapes, or errors.
+    /// Judges the block at `at` (`block`) that [`Run::block`] declined. `true`: valid string content,
+    /// the string goes on. `false`: stop here (the string closed, see [`Run::finish`], or the block
+    /// needs the scalar automaton's careful look; the carry is then left as it was before the block).
     #[inline(never)]
-    fn block_careful(&mut self, bytes: &[u8], at: usize, m: StringMasks) -> bool {
+    fn block_careful(&mut self, block: &[u8], at: usize, m: StringMasks) -> bool {
         let (escaped, esc_carry) = escapes_branchless(m.backslash, self.carry.esc);
         let closing = m.quote & !escaped;
         // Everything up to and including the closing quote is string; what follows is not our business.
@@ -121,7 +143,7 @@ impl Run {
         while h != 0 {
             let p = h.trailing_zeros() as usize;
             h &= h - 1;
-            if !bytes[at + p].is_ascii_hexdigit() {
+            if !block[p].is_ascii_hexdigit() {
                 bad |= 1 << p;
             }
         }
@@ -148,8 +170,13 @@ impl Run {
             Some(q) => (q, true),
             None => (at - self.carry.backoff(), false),
         };
-        let valid = if self.utf8_from < end {
-            self.utf8_from + utf8_valid_prefix(&bytes[self.utf8_from..end], !closed)
+        let utf8_from = if self.non_ascii != 0 {
+            0
+        } else {
+            self.utf8_from
+        };
+        let valid = if utf8_from < end {
+            utf8_from + utf8_valid_prefix(&bytes[utf8_from..end], !closed)
         } else {
             end
         };
