@@ -585,91 +585,18 @@ impl Exact {
         if limit < 64 && se >> (limit - 1) & 1 == 1 {
             return None;
         }
-        let scal_in = scal & !over;
-        let ss_in = ss & scal_in;
-        let num_start = ss_in & (m.digit | m.minus);
-        let lit_start = ss_in & !num_start;
-        let lit = scal_in & !scal_in.wrapping_add(lit_start);
-        let num = scal_in & !lit;
-        let dots = m.dot & num;
-        let signed = m.minus & num_start;
-        let int_start = (num_start & !m.minus) | (signed << 1);
-        let bad_number = (num & !(m.digit | m.minus | m.dot))
-            | (m.minus & num & !ss_in)
-            | (dots & !(m.digit << 1))
-            | (num & !num.wrapping_add(dots << 1) & m.dot)
-            | (((m.zero & int_start) << 1) & m.digit)
-            | (se & num & !m.digit);
-        if bad_number != 0 {
+        if !scalars_valid(block, m, scal & !over, ss, se) {
             return None;
-        }
-        let mut l = lit_start;
-        while l != 0 {
-            let p = l.trailing_zeros() as usize;
-            l &= l - 1;
-            let end = first_or_64(se & !below(p));
-            if !literal(&block[p..], end + 1 - p) {
-                return None;
-            }
         }
 
-        // Container context per byte, after the token there: in an object, at depth 0, at depth 1.
-        // The block's brackets are the one sequential step, branch-free. The kinds of the open
-        // containers are bits of one word: bit d is the container at depth d (an object when set),
-        // bit 0 stands for the top level (not an object). The block is taken only while the depth
-        // stays below 63.
-        let opens = m.open & ops;
-        let mut brackets = (m.open | m.close) & ops;
-        let deepest = self.depth + opens.count_ones() as usize;
-        if deepest > 62 || deepest > self.max_depth {
-            return None;
-        }
-        let entry_depth = self.depth as i32;
-        let mut depth = entry_depth;
-        let mut stack = self.stack.first().copied().unwrap_or(0) << 1;
-        let entry_in_obj = stack >> depth & 1;
-        let mut in_obj = entry_in_obj;
-        let mut obj = live & 0u64.wrapping_sub(in_obj);
-        let mut lowest = depth;
-        let mut mismatched = 0;
-        while brackets != 0 {
-            let p = brackets.trailing_zeros();
-            brackets &= brackets - 1;
-            let open = opens >> p & 1;
-            let curly = m.curly >> p & 1;
-            // An opener writes its kind at the new depth; a closer needs its kind at the current one.
-            let at = (depth + open as i32) as u32 & 63;
-            let differs = (stack >> at & 1) ^ curly;
-            mismatched |= differs & (open ^ 1);
-            stack ^= (differs & open) << at;
-            depth += 2 * open as i32 - 1;
-            lowest = lowest.min(depth);
-            let now = stack >> (depth as u32 & 63) & 1;
-            obj ^= (!0u64 << p) & 0u64.wrapping_sub(now ^ in_obj);
-            in_obj = now;
-        }
-        if mismatched != 0 || lowest < 0 {
-            return None;
-        }
-        // Depth 0 and 1 matter only in the blocks that reach them (where the top-level value
-        // closes, and where the top-level keys are): a second pass there.
-        let (mut top0, mut top1) = (0, 0);
-        if lowest <= 1 {
-            let mut d = entry_depth;
-            top0 = live & 0u64.wrapping_sub(u64::from(d == 0));
-            top1 = live & 0u64.wrapping_sub(u64::from(d == 1));
-            let mut brackets = (m.open | m.close) & ops;
-            while brackets != 0 {
-                let p = brackets.trailing_zeros();
-                brackets &= brackets - 1;
-                let was = (u64::from(d == 0), u64::from(d == 1));
-                d += 2 * (opens >> p & 1) as i32 - 1;
-                let flip = !0u64 << p;
-                top0 ^= flip & 0u64.wrapping_sub(u64::from(d == 0) ^ was.0);
-                top1 ^= flip & 0u64.wrapping_sub(u64::from(d == 1) ^ was.1);
-            }
-        }
-        let entry_in_obj = entry_in_obj == 1;
+        let Contexts {
+            obj,
+            top0,
+            top1,
+            entry_in_obj,
+            depth,
+            stack,
+        } = self.contexts(m, ops, live)?;
 
         // Successors: each kind of token end, carried over whitespace onto the next token start.
         let ws = m.ws;
@@ -739,13 +666,87 @@ impl Exact {
             self.keys.push(self.offset + (at as u64) + u64::from(p));
         }
         match self.stack.first_mut() {
-            Some(word) => *word = stack >> 1,
-            None => self.stack.push(stack >> 1),
+            Some(word) => *word = stack,
+            None => self.stack.push(stack),
         }
-        self.depth = depth as usize;
+        self.depth = depth;
         self.st = st;
         self.key = key;
         Some(skipped)
+    }
+
+    /// The container context of each byte of a block from `live` on, after the token there (so a
+    /// closer is in its parent's context): in an object, at depth 0, at depth 1; and the depth and the
+    /// first stack word after the block. `None` when the depth would go below 0, above 62 or above the
+    /// limit. The block's brackets are the one sequential step of the grammar check, branch-free: the
+    /// container kinds are bits of one word, bit d for the container at depth d (set: an object), bit
+    /// 0 for the top level (not an object).
+    ///
+    /// A closer of the wrong kind needs no check here: the token before it (or the block's entry
+    /// state) may land only on the closer of its own container's kind, and the successor rules in
+    /// [`Exact::grammar_block`] reject the block. (Removing a kind check here made no test fail; it
+    /// was redundant.)
+    #[inline(always)]
+    fn contexts(&self, m: &JsonMasks, ops: u64, live: u64) -> Option<Contexts> {
+        let opens = m.open & ops;
+        let deepest = self.depth + opens.count_ones() as usize;
+        if deepest > 62 || deepest > self.max_depth {
+            return None;
+        }
+        let entry_depth = self.depth as i32;
+        let mut depth = entry_depth;
+        let mut stack = self.stack.first().copied().unwrap_or(0) << 1;
+        let entry_in_obj = stack >> depth & 1;
+        let mut in_obj = entry_in_obj;
+        let mut obj = live & 0u64.wrapping_sub(in_obj);
+        let mut lowest = depth;
+        let mut brackets = (m.open | m.close) & ops;
+        while brackets != 0 {
+            let p = brackets.trailing_zeros();
+            brackets &= brackets - 1;
+            let open = opens >> p & 1;
+            let curly = m.curly >> p & 1;
+            // An opener writes its kind at the new depth.
+            let slot = (depth + 1) as u32 & 63;
+            stack ^= (((stack >> slot & 1) ^ curly) & open) << slot;
+            depth += 2 * open as i32 - 1;
+            lowest = lowest.min(depth);
+            let now = stack >> (depth as u32 & 63) & 1;
+            obj ^= (!0u64 << p) & 0u64.wrapping_sub(now ^ in_obj);
+            in_obj = now;
+        }
+        // Redundant with the successor rules (a closer at depth 0 follows the top-level start or
+        // the top-level value, after which no closer may land), and kept as a guard: the depth
+        // written back must never be negative.
+        if lowest < 0 {
+            return None;
+        }
+        // Depth 0 and 1 matter only in the blocks that reach them (where the top-level value
+        // closes, and where the top-level keys are): a second pass there.
+        let (mut top0, mut top1) = (0, 0);
+        if lowest <= 1 {
+            let mut d = entry_depth;
+            top0 = live & 0u64.wrapping_sub(u64::from(d == 0));
+            top1 = live & 0u64.wrapping_sub(u64::from(d == 1));
+            let mut brackets = (m.open | m.close) & ops;
+            while brackets != 0 {
+                let p = brackets.trailing_zeros();
+                brackets &= brackets - 1;
+                let was = (u64::from(d == 0), u64::from(d == 1));
+                d += 2 * (opens >> p & 1) as i32 - 1;
+                let flip = !0u64 << p;
+                top0 ^= flip & 0u64.wrapping_sub(u64::from(d == 0) ^ was.0);
+                top1 ^= flip & 0u64.wrapping_sub(u64::from(d == 1) ^ was.1);
+            }
+        }
+        Some(Contexts {
+            obj,
+            top0,
+            top1,
+            entry_in_obj: entry_in_obj == 1,
+            depth: depth as usize,
+            stack: stack >> 1,
+        })
     }
 
     /// Counts a block the grammar check left to the per-token walker (tests assert on it).
@@ -1083,6 +1084,22 @@ impl Exact {
     }
 }
 
+/// What [`Exact::contexts`] found in a block.
+struct Contexts {
+    /// Bytes inside an object (after the token there).
+    obj: u64,
+    /// Bytes at depth 0.
+    top0: u64,
+    /// Bytes at depth 1.
+    top1: u64,
+    /// Whether the block began inside an object.
+    entry_in_obj: bool,
+    /// The depth after the block.
+    depth: usize,
+    /// The first word of the kinds stack after the block.
+    stack: u64,
+}
+
 /// After a walk that consumed less than a block, how many bytes the byte automaton takes before it
 /// hands back to the walker.
 const WALK_RETRY: usize = 64;
@@ -1117,6 +1134,43 @@ fn is_scalar_byte(b: u8) -> bool {
         b,
         b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'}' | b'[' | b']' | b':' | b',' | b'"'
     )
+}
+
+/// Whether the scalar tokens `scal` of a block (each whole inside it; `ss` and `se` mark token
+/// starts and inclusive ends) are all numbers without exponents or `true`, `false`, `null`. Numbers
+/// are checked with masks: only digits, `-` and `.`; one sign, at the start; no leading zero; at most
+/// one fraction, with a digit on each side; a digit last. (A sign followed by a non-digit, or a dot
+/// followed by one, breaks one of those rules already.)
+#[inline(always)]
+fn scalars_valid(block: &[u8], m: &JsonMasks, scal: u64, ss: u64, se: u64) -> bool {
+    let ss = ss & scal;
+    let num_start = ss & (m.digit | m.minus);
+    let lit_start = ss & !num_start;
+    // A run's bits, cleared by the carry from its start: the literal tokens; the rest are numbers.
+    let lit = scal & !scal.wrapping_add(lit_start);
+    let num = scal & !lit;
+    let dots = m.dot & num;
+    let int_start = (num_start & !m.minus) | ((m.minus & num_start) << 1);
+    let bad = (num & !(m.digit | m.minus | m.dot))
+        | (m.minus & num & !ss)
+        | (dots & !(m.digit << 1))
+        // A second dot: the carry from after the first one clears the rest of its token.
+        | (num & !num.wrapping_add(dots << 1) & m.dot)
+        | (((m.zero & int_start) << 1) & m.digit)
+        | (se & num & !m.digit);
+    if bad != 0 {
+        return false;
+    }
+    let mut l = lit_start;
+    while l != 0 {
+        let p = l.trailing_zeros() as usize;
+        l &= l - 1;
+        let end = first_or_64(se & !below(p));
+        if !literal(&block[p..], end + 1 - p) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Whether the first `len` bytes of `rest` are exactly `true`, `false` or `null`.
