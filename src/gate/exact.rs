@@ -401,7 +401,6 @@ impl Exact {
         let opening = m.quotes & m.in_string;
         let closing = m.quotes & !m.in_string;
         let mut from = *skip;
-        let mut events = (m.ops | opening | (scalar & !(scalar << 1))) & !below(from);
         *skip = 0;
         if self.st == St::Str {
             // A string that began in an earlier block of this walk.
@@ -413,7 +412,6 @@ impl Exact {
                 return Ok(());
             }
             self.string_done();
-            events &= after(end);
             from = end + 1;
         }
         if from < 64 {
@@ -425,6 +423,7 @@ impl Exact {
                 None => self.declined(),
             }
         }
+        let mut events = (m.ops | opening | (scalar & !(scalar << 1))) & !below(from);
         while events != 0 {
             let p = events.trailing_zeros() as usize;
             // The byte tells the event: a quote is an opening quote (closing ones are not events), a
@@ -496,16 +495,10 @@ impl Exact {
                     }
                     let end = first_or_64(!scalar & after(p));
                     if end == 64 {
-                        // The token goes on into the next block: find its end in the bytes after
-                        // this one.
-                        let from = at + 64;
-                        let Some(len) = bytes[from..].iter().position(|&b| !is_scalar_byte(b))
-                        else {
+                        // The token goes on into the next block.
+                        let Some(len) = scalar_over_end(bytes, at, p) else {
                             return Err(p);
                         };
-                        if len >= 64 || !scalar_token(&bytes[at + p..from + len]) {
-                            return Err(p);
-                        }
                         self.value_done();
                         *skip = len;
                         return Ok(());
@@ -536,8 +529,8 @@ impl Exact {
     /// Keys are the strings that land after `{` or an object's `,`. Numbers are checked with masks
     /// (sign, leading zero, fraction; exponents are left to the walker), literals by comparison.
     /// What it does not take: escapes, control or non-ASCII bytes in strings, exponents, scalar
-    /// tokens that reach `limit`, a top-level scalar, anything after the top-level value, nesting
-    /// beyond 64 levels at entry, and every error.
+    /// tokens that reach `limit`, a top-level scalar, anything after the top-level value, a depth of
+    /// 63 or more, and every error.
     #[inline(always)]
     fn grammar_block(
         &mut self,
@@ -574,13 +567,8 @@ impl Exact {
         let mut skipped = 0;
         if scal >> 63 == 1 {
             let start = 64 - (!scal).leading_zeros() as usize;
-            let rest = bytes.get(at + 64..).unwrap_or_default();
-            let len = rest.iter().position(|&b| !is_scalar_byte(b))?;
-            if len >= 64 || !scalar_token(&bytes[at + start..at + 64 + len]) {
-                return None;
-            }
+            skipped = scalar_over_end(bytes, at, start)?;
             over = !below(start);
-            skipped = len;
         }
         if limit < 64 && se >> (limit - 1) & 1 == 1 {
             return None;
@@ -1134,6 +1122,19 @@ fn is_scalar_byte(b: u8) -> bool {
         b,
         b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'}' | b'[' | b']' | b':' | b',' | b'"'
     )
+}
+
+/// A scalar token that starts at byte `p` of block `bytes[at..at + 64]` and runs over its end: how
+/// many bytes of the next block belong to it, when the token ends within those bytes (fewer than 64)
+/// and is exactly one number or literal; `None` otherwise (including when `bytes` ends first).
+#[inline]
+fn scalar_over_end(bytes: &[u8], at: usize, p: usize) -> Option<usize> {
+    let from = at + 64;
+    let len = bytes
+        .get(from..)?
+        .iter()
+        .position(|&b| !is_scalar_byte(b))?;
+    (len < 64 && scalar_token(&bytes[at + p..from + len])).then_some(len)
 }
 
 /// Whether the scalar tokens `scal` of a block (each whole inside it; `ss` and `se` mark token

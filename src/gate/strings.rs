@@ -40,6 +40,7 @@ pub(crate) fn skip(kernels: Kernels, bytes: &[u8]) -> Skip {
         at += 64;
     }
 }
+
 /// What one [`skip`] call achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Skip {
@@ -72,29 +73,15 @@ impl Carry {
     }
 }
 
-/// Loop state of one kernel call.
-#[derive(Debug)]
+/// Loop state of one [`skip`] call.
+#[derive(Debug, Default)]
 struct Run {
     carry: Carry,
-    /// Start of the first accepted block holding a non-ASCII byte (`usize::MAX`: none yet): UTF-8 is
-    /// checked from there.
-    utf8_from: usize,
     /// Offset of the closing quote, once found.
     close: Option<usize>,
-    /// The non-ASCII bytes of the common blocks, or-ed together: when any, UTF-8 is checked from
+    /// The non-ASCII bytes of the accepted blocks, or-ed together: when any, UTF-8 is checked from
     /// the start.
     non_ascii: u64,
-}
-
-impl Default for Run {
-    fn default() -> Self {
-        Run {
-            carry: Carry::default(),
-            utf8_from: usize::MAX,
-            close: None,
-            non_ascii: 0,
-        }
-    }
 }
 
 impl Run {
@@ -150,9 +137,7 @@ impl Run {
         if bad & upto != 0 {
             return false;
         }
-        if m.non_ascii & upto != 0 && self.utf8_from == usize::MAX {
-            self.utf8_from = at;
-        }
+        self.non_ascii |= m.non_ascii & upto;
         if closing != 0 {
             self.close = Some(at + closing.trailing_zeros() as usize);
             return false;
@@ -170,13 +155,8 @@ impl Run {
             Some(q) => (q, true),
             None => (at - self.carry.backoff(), false),
         };
-        let utf8_from = if self.non_ascii != 0 {
-            0
-        } else {
-            self.utf8_from
-        };
-        let valid = if utf8_from < end {
-            utf8_from + utf8_valid_prefix(&bytes[utf8_from..end], !closed)
+        let valid = if self.non_ascii != 0 {
+            utf8_valid_prefix(&bytes[..end], !closed)
         } else {
             end
         };
