@@ -81,9 +81,9 @@ mod registry;
 use std::fmt;
 use std::time::Duration;
 
+use crate::hash::{Xxh3, xxh3_64};
 use bytes::Bytes;
 use smallvec::SmallVec;
-use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 use crate::gate::{Gate, Verdict};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};

@@ -5,6 +5,7 @@
 pub mod check;
 pub mod gate;
 pub mod guard;
+mod hash;
 pub mod message;
 pub mod replay;
 pub mod resume;

@@ -40,7 +40,7 @@ pub(crate) fn random_seed() -> u64 {
 
 /// Seeded hash of an id.
 pub(crate) fn id_key(seed: u64, id: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(id, seed)
+    crate::hash::xxh3_64_with_seed(id, seed)
 }
 
 /// One remembered event: its content hash, and whether it carried a message (not a priming event).
@@ -143,7 +143,7 @@ fn digits(b: &[u8]) -> Option<u64> {
 
 /// Parses `id` as one of the numbered shapes, or `None` (an opaque id).
 pub(crate) fn seq(id: &[u8]) -> Option<Seq> {
-    let stream = |part: &[u8]| xxhash_rust::xxh3::xxh3_64(part);
+    let stream = |part: &[u8]| crate::hash::xxh3_64(part);
     if let Some(n) = digits(id) {
         return Some(Seq {
             shape: 0,

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use crate::hash::xxh3_64_with_seed;
 
 use super::ids::{KeyMap, random_seed};
 use crate::message::RpcId;

@@ -245,7 +245,7 @@ impl RedisStream {
     /// The stream named by a key of another system (an rmcp stream id): the same on every instance.
     #[cfg(feature = "rmcp-server")]
     pub(crate) fn for_key(key: &str) -> RedisStream {
-        let h = xxhash_rust::xxh3::xxh3_128(key.as_bytes());
+        let h = crate::hash::xxh3_128(key.as_bytes());
         RedisStream(format!("{h:032x}").into())
     }
 

@@ -56,8 +56,8 @@
 use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::hash::Xxh3;
 use bytes::Bytes;
-use xxhash_rust::xxh3::Xxh3;
 
 use crate::gate::{Gate, Verdict};
 use crate::guard::{
