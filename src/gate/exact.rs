@@ -694,9 +694,11 @@ impl Exact {
             brackets &= brackets - 1;
             let open = opens >> p & 1;
             let curly = m.curly >> p & 1;
-            // An opener writes its kind at the new depth.
+            // An opener writes its kind at the new depth (one and-not and one or on the chain from
+            // bracket to bracket; the masks come from the depth alone).
             let slot = (depth + 1) as u32 & 63;
-            stack ^= (((stack >> slot & 1) ^ curly) & open) << slot;
+            let bit = open << slot;
+            stack = (stack & !bit) | (curly << slot & bit);
             depth += 2 * open as i32 - 1;
             lowest = lowest.min(depth);
             let now = stack >> (depth as u32 & 63) & 1;
