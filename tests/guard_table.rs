@@ -1040,6 +1040,37 @@ fn id_only_block_moves_the_cursor_at_disconnect() {
     );
 }
 
+/// The other side of the id-only rule: a disconnect right after an event the guard saw but did not
+/// move the cursor for (an exact replay of an older event) leaves the cursor where it was. The guard
+/// must remember the id of every event it is handed, not only of those it delivers.
+#[test]
+fn a_replayed_event_before_the_disconnect_does_not_move_the_cursor_back() {
+    // Another content for 3: the first message after a resume must not repeat one in the window.
+    let third = PROGRESS.replace("\"progress\":1", "\"progress\":3");
+    let capture = ev("1", PROGRESS)
+        + &ev("2", PROGRESS)
+        + MARK
+        + &ev("3", &third)
+        + &ev("1", PROGRESS)
+        + MARK
+        + &ev("4", RESULT);
+    assert_eq!(
+        run(&capture, Policy::Verified),
+        [
+            "deliver 1",
+            "deliver 2",
+            "resume 2",
+            "reconnect 200",
+            "deliver 3",
+            "skip-replay 1",
+            "resume 3",
+            "reconnect 200",
+            "deliver 4",
+            "done"
+        ]
+    );
+}
+
 #[test]
 fn refusals_say_what_to_do_and_carry_the_numbers() {
     let torn = &ev("9", RESULT)[..44];
