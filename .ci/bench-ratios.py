@@ -20,10 +20,10 @@ import sys
 # `ssegate_guarded` is the path that ships (ResumableStream: decode, exact gate, JSON-RPC peek,
 # content hash, replay window).
 THRESHOLDS = {
-    ("one_4mib_event_16k_chunks", "ssegate_guarded"): 0.10,  # measured 0.20; target >= 0.5
-    ("dense_4mib_event_16k_chunks", "ssegate_guarded"): 0.014,  # measured 0.028; target >= 0.15
-    ("one_4mib_event_64b_chunks", "ssegate_guarded"): 0.013,  # measured 0.027
-    # target <= 250 ns/event (~0.03-0.05 x memcpy here); measured 353 ns/event (0.022-0.025)
+    ("one_4mib_event_16k_chunks", "ssegate_guarded"): 0.12,  # measured 0.25; target >= 0.5
+    ("dense_4mib_event_16k_chunks", "ssegate_guarded"): 0.014,  # measured 0.029; target >= 0.15
+    ("one_4mib_event_64b_chunks", "ssegate_guarded"): 0.011,  # measured 0.022-0.03 (noisy)
+    # target <= 250 ns/event (~0.03-0.05 x memcpy here); measured 326 ns/event (0.025)
     ("100k_events_200b_16k_chunks", "ssegate_guarded"): 0.011,
     ("one_4mib_event_16k_chunks", "ssegate"): 0.75,  # decoder alone; measured ~1.5
     ("dense_4mib_event_16k_chunks", "ssegate"): 0.75,  # measured ~1.6 (one data line)
@@ -31,7 +31,7 @@ THRESHOLDS = {
     ("100k_events_200b_16k_chunks", "ssegate"): 0.09,  # measured ~0.18-0.20
     ("json_prose_4mib", "ssegate_gate"): 0.14,  # exact gate; measured 0.28 (AVX-512BW)
     ("json_dense_4mib", "ssegate_gate"): 0.015,  # exact gate; measured 0.030
-    ("prose_4MiB", "gate_exact/avx512|gate_exact/avx2|gate_exact/portable"): 0.11,  # 0.28 / 0.22
+    ("prose_4MiB", "gate_exact/avx512|gate_exact/avx2|gate_exact/portable"): 0.11,  # 0.28 / 0.22 (AVX2 sets the bar)
     ("dense_4MiB", "gate_exact/avx512|gate_exact/avx2|gate_exact/portable"): 0.012,  # 0.026 / 0.025
     ("prose_4MiB", "gate_fast/avx512|gate_fast/avx2|gate_fast/portable"): 0.17,  # 0.46 / 0.34
     ("dense_4MiB", "gate_fast/avx512|gate_fast/avx2|gate_fast/portable"): 0.07,  # 0.16 / 0.14
@@ -40,15 +40,16 @@ THRESHOLDS = {
 # (group, function, other) -> minimum of function's throughput / other's, in the same run; "a|b" as
 # `other` is the fastest of them (the best peer). Half of what was measured, the target beside it.
 RELATIVE = {
-    # decode alone vs sse-stream 0.3: target >= 1.5; measured 1.22-1.37
+    # decode alone vs sse-stream 0.3: target >= 1.5; measured 1.22-1.37 (1.27 in the latest run)
     ("100k_events_200b_16k_chunks", "ssegate", "sse-stream_0.3"): 0.65,
-    # decode alone, 64-byte chunks, vs the best peer: target >= 1.25; measured 1.04-1.22 (1.07 now)
+    # decode alone, 64-byte chunks, vs the best peer: target >= 1.25; measured 0.72-1.22 across runs
+    # (allocator-bound and the noisiest row; 0.88 in the latest group run, sseer the best peer)
     ("one_4mib_event_64b_chunks", "ssegate", "sseer|sse-stream_0.3"): 0.5,
-    # guard + the application's parse vs the parse alone: target time <= 1.15 x (>= 0.87); measured 0.95
+    # guard + the application's parse vs the parse alone: target time <= 1.15 x (>= 0.87); measured 0.99
     ("one_4mib_event_16k_chunks", "ssegate_guarded+simd_json", "ssegate+simd_json"): 0.47,
-    # delivery after the last chunk of a 4 MiB result, gate ahead vs gate at dispatch: measured 212-260 x
+    # delivery after the last chunk of a 4 MiB result, gate ahead vs gate at dispatch: measured 184-260 x
     ("latency_after_last_chunk_4mib", "gate_ahead", "gate_at_dispatch"): 50,
-    # decode + guard vs decode + simd-json parse: target time <= 0.3 x (>= 3.3); measured 1.13-1.25
+    # decode + guard vs decode + simd-json parse: target time <= 0.3 x (>= 3.3); measured 1.13-1.30
     ("100k_events_200b_16k_chunks", "ssegate_guarded", "ssegate+simd_json"): 0.6,
 }
 
