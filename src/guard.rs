@@ -179,14 +179,15 @@ impl Config {
             .registry
             .clone()
             .unwrap_or_else(|| Registry::with_window(self.window));
+        let recent = Window::new(random_seed());
         Guard {
             config: self.clone(),
             gate: Gate::new(),
             phase: Phase::Streaming,
             cursor: None,
-            last_seen_id: id_fingerprint(b""),
+            last_seen_id: recent.key(b""),
             retry: None,
-            recent: Window::new(random_seed()),
+            recent,
             shape: Shape::default(),
             registry,
             mine: SmallVec::new(),
@@ -651,9 +652,12 @@ pub struct Guard {
     gate: Gate,
     phase: Phase,
     cursor: Option<Bytes>,
-    /// A fingerprint ([`id_fingerprint`]) of the `id` of the last event handed to `on_event`, to
-    /// notice id-only blocks at a disconnect. A hash, not the id: keeping the id cost a refcount
-    /// increment, a decrement and a comparison call per event.
+    /// The window's key (a hash under the guard's random seed) of the `id` of the last event handed
+    /// to `on_event`, to notice id-only blocks at a disconnect. A hash, not the id: keeping the id
+    /// cost a refcount increment, a decrement and a comparison call per event. Two ids with the same
+    /// key (a 2^-64 chance, which a server cannot steer: it does not know the seed) would leave the
+    /// cursor one id-only block behind; the server then replays events the window recognises and
+    /// skips, and nothing is lost.
     last_seen_id: u64,
     retry: Option<Duration>,
     recent: Window,
@@ -670,14 +674,6 @@ impl Default for Guard {
     fn default() -> Self {
         Guard::new()
     }
-}
-
-/// Fingerprint of an event id, for noticing that the decoder's last id moved without an event. Two
-/// different ids with the same fingerprint (a 2^-64 chance) would leave the cursor one id-only block
-/// behind: the server then replays events the window recognises and skips, nothing is lost.
-#[inline]
-fn id_fingerprint(id: &[u8]) -> u64 {
-    xxh3_64(id)
 }
 
 /// Content hash of an event's data: xxh3 over the segments, no copy, the same for any chunking.
@@ -858,7 +854,7 @@ impl Guard {
     ) -> Result<Decision, TornBoundary> {
         self.check_failed()?;
         self.stats.events += 1;
-        self.last_seen_id = id_fingerprint(&event.id);
+        self.last_seen_id = self.recent.key(&event.id);
         if let Some(ms) = event.retry {
             self.retry = Some(Duration::from_millis(ms));
         }
@@ -1044,9 +1040,9 @@ impl Guard {
         match &self.phase {
             Phase::Verifying { partial_id: p } => partial_id = p.clone(),
             // An id-only block after the last event committed an id the guard never saw as an event.
-            Phase::Streaming if id_fingerprint(&end.last_event_id) != self.last_seen_id => {
+            Phase::Streaming if self.recent.key(&end.last_event_id) != self.last_seen_id => {
                 self.cursor = (!end.last_event_id.is_empty()).then(|| end.last_event_id.clone());
-                self.last_seen_id = id_fingerprint(&end.last_event_id);
+                self.last_seen_id = self.recent.key(&end.last_event_id);
             }
             _ => {}
         }
