@@ -81,11 +81,11 @@ mod registry;
 use std::fmt;
 use std::time::Duration;
 
-use crate::hash::{Xxh3, xxh3_64};
 use bytes::Bytes;
 use smallvec::SmallVec;
 
 use crate::gate::{Gate, Verdict};
+use crate::hash::{Xxh3, xxh3_64};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};
 use crate::sse::{Data, DecodeError, Decoder, Event, PartialEvent};
 
@@ -854,7 +854,9 @@ impl Guard {
     ) -> Result<Decision, TornBoundary> {
         self.check_failed()?;
         self.stats.events += 1;
-        self.last_seen_id = self.recent.key(&event.id);
+        // The id's window key: the last seen id, and the key of the event's own id when it has one.
+        let key = self.recent.key(&event.id);
+        self.last_seen_id = key;
         if let Some(ms) = event.retry {
             self.retry = Some(Duration::from_millis(ms));
         }
@@ -877,11 +879,11 @@ impl Guard {
             if event.data.is_empty() {
                 return Ok(Decision::Skip(Skip::KeepAlive));
             }
-            return self.on_message(event, verdict, own_id, hash, rpc);
+            let key = own_id.as_ref().map(|_| key);
+            return self.on_message(event, verdict, own_id, key, hash, rpc);
         };
         // A priming event: it moves the cursor and proves nothing, wherever it comes.
         self.conn.events += 1;
-        let key = self.recent.key(id);
         if let Some(seen) = self.recent.get(key) {
             return self.replayed(id, seen, hash);
         }
@@ -925,11 +927,11 @@ impl Guard {
         event: Event,
         verdict: Verdict,
         own_id: Option<Bytes>,
+        key: Option<u64>,
         hash: u64,
         rpc: Option<RpcPeek>,
     ) -> Result<Decision, TornBoundary> {
         self.conn.events += 1;
-        let key = own_id.as_ref().map(|id| self.recent.key(id));
         if let (Some(id), Some(key)) = (&own_id, key)
             && let Some(seen) = self.recent.get(key)
         {
