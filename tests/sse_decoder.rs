@@ -164,6 +164,33 @@ fn data_and_events_compare_and_hash_by_bytes() {
     assert_eq!(built, a);
 }
 
+/// A rope keeps every non-empty segment pushed, in order, and drops the empty ones: checked against
+/// the list of pushed pieces for every pattern of five pushes of an empty, a one-byte and a two-byte
+/// piece (so from no segment to five, through every change of representation).
+#[test]
+fn data_keeps_its_non_empty_segments_in_order() {
+    use ssegate::sse::Data;
+    for pattern in 0..3u32.pow(5) {
+        let mut data = Data::new();
+        let mut pushed: Vec<&[u8]> = Vec::new();
+        let mut p = pattern;
+        for _ in 0..5 {
+            let piece: &'static [u8] = [b"".as_slice(), b"x", b"yz"][(p % 3) as usize];
+            p /= 3;
+            data.push(Bytes::from_static(piece));
+            if !piece.is_empty() {
+                pushed.push(piece);
+            }
+        }
+        let segments: Vec<&[u8]> = data.segments().iter().map(|s| s.as_ref()).collect();
+        assert_eq!(segments, pushed, "pattern {pattern}");
+        assert_eq!(data.len(), pushed.concat().len());
+        assert_eq!(data.is_empty(), pushed.is_empty());
+        assert_eq!(data.contiguous(), pushed.concat());
+        assert_eq!(data, Data::from(Bytes::from(pushed.concat())));
+    }
+}
+
 fn data_of(ev: &Event) -> Vec<u8> {
     let mut v = Vec::new();
     ev.data.copy_to(&mut v);

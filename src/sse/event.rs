@@ -24,62 +24,100 @@ pub(crate) const LF: Bytes = Bytes::from_static(&JOIN);
 /// Equality, hashing and [`Data::eq_bytes`] look at the bytes only, never at how they
 /// are split into segments: `"ab"` equals `"a"` + `"b"`.
 #[derive(Clone, Default)]
-pub struct Data {
-    segments: SmallVec<[Bytes; 3]>,
+pub struct Data(Repr);
+
+/// A [`Data`] rope's storage, sized for the common case: one segment inline, so an event moves as a
+/// few words and not as an inline array (a multi-segment rope is one allocation, made by events whose
+/// pieces were big enough to be sliced rather than copied).
+#[derive(Clone)]
+enum Repr {
+    /// No segment (an empty `Bytes`) or exactly one (never empty).
+    One(Bytes),
+    /// Two segments or more, none empty.
+    Many(Box<Rope>),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::One(Bytes::new())
+    }
+}
+
+/// The segments of a rope of two or more, and their total length.
+#[derive(Clone)]
+struct Rope {
+    segments: SmallVec<[Bytes; 4]>,
     len: usize,
 }
 
 impl Data {
     /// An empty rope.
     pub const fn new() -> Self {
-        Data {
-            segments: SmallVec::new_const(),
-            len: 0,
-        }
+        Data(Repr::One(Bytes::new()))
     }
 
     /// Appends one segment (empty segments are dropped: they carry no bytes).
     #[inline]
     pub fn push(&mut self, segment: Bytes) {
-        if !segment.is_empty() {
-            self.len += segment.len();
-            self.segments.push(segment);
+        if segment.is_empty() {
+            return;
+        }
+        match &mut self.0 {
+            Repr::One(first) if first.is_empty() => *first = segment,
+            Repr::One(first) => {
+                let first = std::mem::take(first);
+                let len = first.len() + segment.len();
+                let mut segments = SmallVec::new();
+                segments.push(first);
+                segments.push(segment);
+                self.0 = Repr::Many(Box::new(Rope { segments, len }));
+            }
+            Repr::Many(rope) => {
+                rope.len += segment.len();
+                rope.segments.push(segment);
+            }
         }
     }
 
     /// Total length in bytes.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        match &self.0 {
+            Repr::One(b) => b.len(),
+            Repr::Many(rope) => rope.len,
+        }
     }
 
     /// Whether the rope holds no bytes.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// The segments, in order.
+    /// The segments, in order (none of them empty).
     #[inline]
     pub fn segments(&self) -> &[Bytes] {
-        &self.segments
+        match &self.0 {
+            Repr::One(b) if b.is_empty() => &[],
+            Repr::One(b) => std::slice::from_ref(b),
+            Repr::Many(rope) => &rope.segments,
+        }
     }
 
     /// Iterates the segments as byte slices.
     pub fn chunks(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.segments.iter().map(|s| s.as_ref())
+        self.segments().iter().map(|s| s.as_ref())
     }
 
     /// The data as one contiguous [`Bytes`]: a refcount bump when the rope has at most one segment,
     /// one copy otherwise.
     #[must_use]
     pub fn contiguous(&self) -> Bytes {
-        match self.segments.len() {
-            0 => Bytes::new(),
-            1 => self.segments[0].clone(),
-            _ => {
-                let mut out = BytesMut::with_capacity(self.len);
-                for s in &self.segments {
+        match &self.0 {
+            Repr::One(b) => b.clone(),
+            Repr::Many(rope) => {
+                let mut out = BytesMut::with_capacity(rope.len);
+                for s in &rope.segments {
                     out.extend_from_slice(s);
                 }
                 out.freeze()
@@ -89,19 +127,19 @@ impl Data {
 
     /// Copies the data into `out` (appending), reserving once.
     pub fn copy_to(&self, out: &mut Vec<u8>) {
-        out.reserve(self.len);
-        for s in &self.segments {
+        out.reserve(self.len());
+        for s in self.segments() {
             out.extend_from_slice(s);
         }
     }
 
     /// Whether the data equals `other` byte for byte, without copying either side.
     pub fn eq_bytes(&self, other: &[u8]) -> bool {
-        if other.len() != self.len {
+        if other.len() != self.len() {
             return false;
         }
         let mut rest = other;
-        for s in &self.segments {
+        for s in self.segments() {
             let (head, tail) = rest.split_at(s.len());
             if head != s.as_ref() {
                 return false;
@@ -118,9 +156,9 @@ impl Data {
     /// `serde_json::from_reader`). No copy is made until the reader's consumer makes one.
     pub fn reader(&self) -> DataReader<'_> {
         DataReader {
-            segments: &self.segments,
+            segments: self.segments(),
             at: 0,
-            remaining: self.len,
+            remaining: self.len(),
         }
     }
 }
@@ -185,7 +223,7 @@ impl std::io::Read for DataReader<'_> {
 
 impl PartialEq for Data {
     fn eq(&self, other: &Self) -> bool {
-        if self.len != other.len {
+        if self.len() != other.len() {
             return false;
         }
         let mut theirs = other.chunks();
@@ -231,7 +269,7 @@ impl std::hash::Hash for Data {
     /// calls.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         const BLOCK: usize = 64;
-        state.write_usize(self.len);
+        state.write_usize(self.len());
         let mut block = [0u8; BLOCK];
         let mut filled = 0;
         for mut chunk in self.chunks() {
@@ -259,8 +297,8 @@ impl std::fmt::Debug for Data {
             .take(SHOW)
             .collect();
         f.debug_struct("Data")
-            .field("len", &self.len)
-            .field("segments", &self.segments.len())
+            .field("len", &self.len())
+            .field("segments", &self.segments().len())
             .field("head", &String::from_utf8_lossy(&head))
             .finish()
     }
@@ -269,9 +307,8 @@ impl std::fmt::Debug for Data {
 impl From<Bytes> for Data {
     #[inline]
     fn from(b: Bytes) -> Self {
-        let mut d = Data::new();
-        d.push(b);
-        d
+        // An empty `Bytes` is the empty rope: `One` holds an empty segment only then.
+        Data(Repr::One(b))
     }
 }
 
