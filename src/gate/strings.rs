@@ -7,7 +7,7 @@
 //! over there and judge anything unusual (an error, a piece boundary) byte by byte with precise offsets.
 #![forbid(unsafe_code)]
 
-use super::simd::{Kernels, StringMasks, escapes_branchless};
+use super::simd::{Kernels, StringMasks, escapes_branchless, escapes_carry_out};
 
 /// Skips string content with the block kernels, starting at a clean point of a string. Returns how many
 /// bytes are proven valid string content, and whether the closing quote ended them; the rest (an error,
@@ -20,11 +20,13 @@ pub(crate) fn skip(kernels: Kernels, bytes: &[u8]) -> Skip {
     loop {
         // Common blocks in one kernel call, their masks kept in registers; a block that needs the
         // careful look stops the call and is classified again on its own.
-        at += kernels.string_blocks(
+        let common = kernels.string_blocks(
             &bytes[at..],
             #[inline(always)]
             |_, m| run.block(m),
         );
+        at += common.end;
+        run.non_ascii |= u64::from(common.non_ascii);
         if at + 64 > bytes.len() {
             return run.finish(bytes, at);
         }
@@ -88,18 +90,24 @@ impl Run {
     /// Judges a common block (plain text, simple escapes, non-ASCII) in one branch-free pass. `true`:
     /// the block is valid string content and the string goes on. `false`: the block has a closing
     /// quote, a `\u` escape or something invalid, and needs [`Run::block_careful`]; the carry is
-    /// left as it was before the block.
+    /// left as it was before the block. Its non-ASCII bytes are the kernel's to report
+    /// ([`Blocks::non_ascii`](super::simd::Blocks)).
+    ///
+    /// It reads three masks, the fewest the kernels can make for it (each is one compare into a
+    /// mask register, and those compares bound the loop): an unescaped byte must not be a quote
+    /// or a control byte, an escaped one must be a simple escape (a control byte is not).
     #[inline(always)]
     fn block(&mut self, m: StringMasks) -> bool {
-        let (escaped, esc_out) = escapes_branchless(m.backslash, self.carry.esc);
-        let closing = m.quote & !escaped;
+        let (escaped, _) = escapes_branchless(m.backslash, self.carry.esc);
+        // The carry out from the last run's parity: the next block waits for a conditional move,
+        // not for this block's escape arithmetic.
+        let esc_out = escapes_carry_out(m.backslash, self.carry.esc);
         let unusual =
-            closing | m.control | (escaped & !m.escapable) | (escaped & m.u) | self.carry.hex;
+            (m.quote_or_control & !escaped) | (escaped & !m.simple_escape) | self.carry.hex;
         if unusual != 0 {
             return false;
         }
         self.carry.esc = esc_out;
-        self.non_ascii |= m.non_ascii;
         true
     }
 
@@ -124,7 +132,7 @@ impl Run {
             hex |= (u << 1) | (u << 2) | (u << 3) | (u << 4);
             hex_out = (u >> 60) | (u >> 61) | (u >> 62) | (u >> 63);
         }
-        let mut bad = m.control | (escaped & !m.escapable);
+        let mut bad = m.control | (escaped & !(m.simple_escape | m.u));
         // `\u` escapes are rare in text: check their digits one by one.
         let mut h = hex & upto;
         while h != 0 {

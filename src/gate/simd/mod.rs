@@ -4,7 +4,7 @@
 //! `p`) and hands them to a *sink*, a closure supplied by the consumer, the way simdjson's stage 1 hands
 //! structurals on to stage 2:
 //!
-//! - [`StringMasks`] (quote, backslash, control, non-ASCII, escapable, `u`) for skipping string
+//! - [`StringMasks`] (quote, backslash, control, non-ASCII, simple escape, `u`) for skipping string
 //!   contents, consumed by the exact recogniser's string skipper (`gate::strings`);
 //! - [`Structurals`] (brackets outside strings, which of them open, which are curly), with the
 //!   in-string and escape state carried across blocks in a [`StringCarry`], consumed by the
@@ -27,7 +27,7 @@ mod x86_64;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-pub(crate) use bits::escapes_branchless;
+pub(crate) use bits::{escapes_branchless, escapes_carry_out};
 
 /// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
 /// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose).
@@ -86,6 +86,9 @@ impl Isa {
 /// The string-skipping masks of one 64-byte block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct StringMasks {
+    /// `"` or below 0x20: the bytes that end a string, or are an error in one, where not escaped
+    /// (one compare: `b ^ 2 <= 0x20`).
+    pub(crate) quote_or_control: u64,
     /// `"`.
     pub(crate) quote: u64,
     /// `\`.
@@ -94,10 +97,20 @@ pub(crate) struct StringMasks {
     pub(crate) control: u64,
     /// At least 0x80.
     pub(crate) non_ascii: u64,
-    /// One of `"\/bfnrtu`: what may follow a backslash.
-    pub(crate) escapable: u64,
+    /// One of `"\/bfnrt`: a backslash and this byte are a whole escape (`u`, which needs four hex
+    /// digits after it, is not one of them).
+    pub(crate) simple_escape: u64,
     /// `u`.
     pub(crate) u: u64,
+}
+
+/// Where [`Kernels::string_blocks`] stopped, and what it saw on the way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Blocks {
+    /// The offset of the block the sink refused, or of the first byte not in a whole block.
+    pub(crate) end: usize,
+    /// Whether a byte of the blocks the sink accepted is at or above 0x80.
+    pub(crate) non_ascii: bool,
 }
 
 /// The brackets of one 64-byte block that are structural (outside strings, not escaped).
@@ -223,18 +236,20 @@ impl Kernels {
     }
 
     /// Hands the [`StringMasks`] of each whole 64-byte block of `bytes` to `sink(offset, masks)` in
-    /// order, until it returns `false`. Returns the offset of the block it refused, or of the first
-    /// byte not in a whole block. The portable build classifies nothing and returns 0.
+    /// order, until it returns `false`. Returns where that stopped (the offset of the block it
+    /// refused, or of the first byte not in a whole block) and whether a block the sink accepted had a
+    /// byte at or above 0x80, gathered in a vector register rather than a mask per block. The portable
+    /// build classifies nothing and stops at 0.
     #[inline]
     pub(crate) fn string_blocks(
         self,
         bytes: &[u8],
         sink: impl FnMut(usize, StringMasks) -> bool,
-    ) -> usize {
+    ) -> Blocks {
         match self {
             Kernels::Portable => {
                 let _ = sink;
-                0
+                Blocks::default()
             }
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Kernels::Avx2(k) => k.string_blocks(bytes, sink),
@@ -289,13 +304,16 @@ impl Kernels {
     }
 }
 
-/// The escape-class lookup tables (one 16-byte table per nibble; a byte is escapable when its two entries
-/// share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t` `u`.
+/// The bytes that make a whole escape after a backslash ([`StringMasks::simple_escape`]).
+const SIMPLE_ESCAPES: &[u8; 8] = b"\"\\/bfnrt";
+
+/// The simple-escape lookup tables (one 16-byte table per nibble; a byte is a simple escape when its
+/// two entries share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t`.
 #[cfg_attr(
     not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
     allow(dead_code)
 )]
-const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
+const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
 /// See [`ESCAPE_LO`].
 #[cfg_attr(
     not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
@@ -303,12 +321,40 @@ const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
 )]
 const ESCAPE_HI: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];
 
+/// The simple-escape echo table for a 128-entry byte permute (AVX-512 VBMI): entry `i` is `i` when
+/// `i` is a simple escape and `i ^ 1` otherwise, so a byte `b` is a simple escape exactly when
+/// `ESCAPE_ECHO[b & 0x7f] == b` (a byte at or above 0x80 never equals an entry, all below 0x80).
+#[cfg_attr(
+    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    allow(dead_code)
+)]
+const ESCAPE_ECHO: [u8; 128] = {
+    let mut table = [0u8; 128];
+    let mut i = 0;
+    while i < 128 {
+        table[i] = i as u8 ^ 1;
+        i += 1;
+    }
+    let mut k = 0;
+    while k < SIMPLE_ESCAPES.len() {
+        table[SIMPLE_ESCAPES[k] as usize] = SIMPLE_ESCAPES[k];
+        k += 1;
+    }
+    table
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every kernel this CPU runs, the AVX-512 ones also without VBMI.
     fn available() -> Vec<Kernels> {
-        Isa::ALL.into_iter().filter_map(Kernels::new).collect()
+        let mut all: Vec<Kernels> = Isa::ALL.into_iter().filter_map(Kernels::new).collect();
+        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+        if let Some(k) = x86_64::avx512::Avx512::detect() {
+            all.push(Kernels::Avx512(k.without_vbmi()));
+        }
+        all
     }
 
     /// The string masks of one block, byte by byte from their definitions.
@@ -321,11 +367,12 @@ mod tests {
                     *mask |= bit;
                 }
             };
+            set(&mut m.quote_or_control, b == b'"' || b < 0x20);
             set(&mut m.quote, b == b'"');
             set(&mut m.backslash, b == b'\\');
             set(&mut m.control, b < 0x20);
             set(&mut m.non_ascii, b >= 0x80);
-            set(&mut m.escapable, b"\"\\/bfnrtu".contains(&b));
+            set(&mut m.simple_escape, b"\"\\/bfnrt".contains(&b));
             set(&mut m.u, b == b'u');
         }
         m
@@ -477,10 +524,10 @@ mod tests {
                         true
                     });
                     if !kernels.has_blocks() {
-                        assert_eq!(stop, 0);
+                        assert_eq!(stop, Blocks::default());
                         continue;
                     }
-                    assert_eq!(stop, len / 64 * 64, "{kernels:?}");
+                    assert_eq!(stop.end, len / 64 * 64, "{kernels:?}");
                     assert_eq!(seen.len(), len / 64);
                     for (at, m) in seen {
                         assert_eq!(
@@ -489,9 +536,40 @@ mod tests {
                             "{kernels:?} {at}"
                         );
                     }
-                    // A refusing sink stops the scan at the block it refused.
+                    let high = |end: usize| input[..end].iter().any(|&b| b >= 0x80);
+                    assert_eq!(stop.non_ascii, high(stop.end), "{kernels:?}");
+                    // A refusing sink stops the scan at the block it refused, whose bytes are not
+                    // counted.
                     let stop = kernels.string_blocks(input, |at, _| at < 128);
-                    assert_eq!(stop, 128, "{kernels:?}");
+                    assert_eq!(stop.end, 128, "{kernels:?}");
+                    assert_eq!(stop.non_ascii, high(128), "{kernels:?}");
+                }
+            }
+        }
+    }
+
+    /// Every byte value, in four blocks and at three rotations, against the definitions: the lookups
+    /// (nibble tables, the VBMI echo table) are exhaustively right, not only on the random alphabet.
+    #[test]
+    fn string_masks_cover_every_byte() {
+        for kernels in available().into_iter().filter(|k| k.has_blocks()) {
+            for rotation in [0, 1, 63] {
+                let input: Vec<u8> = (0..=255u8).cycle().skip(rotation).take(256).collect();
+                let mut seen = 0;
+                kernels.string_blocks(&input, |at, m| {
+                    assert_eq!(
+                        m,
+                        naive_string_masks(&input[at..at + 64]),
+                        "{kernels:?} {at}"
+                    );
+                    seen += 1;
+                    true
+                });
+                assert_eq!(seen, 4, "{kernels:?}");
+                let high = |end: usize| input[..end].iter().any(|&b| b >= 0x80);
+                for blocks in 1..=4 {
+                    let scan = kernels.string_blocks(&input[..64 * blocks], |_, _| true);
+                    assert_eq!(scan.non_ascii, high(64 * blocks), "{kernels:?}");
                 }
             }
         }
@@ -582,8 +660,9 @@ mod tests {
     fn escape_tables_match_the_grammar() {
         for b in 0..=255u8 {
             let class = ESCAPE_LO[usize::from(b & 0x0f)] & ESCAPE_HI[usize::from(b >> 4)];
-            let want = b < 0x80 && b"\"\\/bfnrtu".contains(&b);
+            let want = b"\"\\/bfnrt".contains(&b);
             assert_eq!(class != 0, want, "{b:#04x}");
+            assert_eq!(ESCAPE_ECHO[usize::from(b & 0x7f)] == b, want, "{b:#04x}");
         }
     }
 

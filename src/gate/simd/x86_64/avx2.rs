@@ -4,13 +4,13 @@ use std::arch::x86_64::{
     __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_cmpeq_epi8,
     _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_min_epu8, _mm256_movemask_epi8,
     _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
-    _mm256_srli_epi16, _mm256_sub_epi8,
+    _mm256_srli_epi16, _mm256_sub_epi8, _mm256_xor_si256,
 };
 
 use super::prefix_xor;
 use crate::gate::simd::bits::escapes;
 use crate::gate::simd::{
-    ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, scalar,
+    Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, scalar,
 };
 
 /// Proof that this CPU runs AVX2 and PCLMULQDQ: only [`Avx2::detect`] creates one, and every kernel of
@@ -39,7 +39,7 @@ impl Avx2 {
         self,
         bytes: &[u8],
         sink: impl FnMut(usize, StringMasks) -> bool,
-    ) -> usize {
+    ) -> Blocks {
         // SAFETY: `self` exists, so `detect` found AVX2.
         unsafe { string_blocks(bytes, sink) }
     }
@@ -202,13 +202,17 @@ fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> StringMasks {
             _mm256_and_si256(_mm256_srli_epi16::<4>(v), _mm256_set1_epi8(0x0f)),
         ),
     );
+    // `"` or below 0x20: flipping bit 1 maps `"` to 0x20 and keeps 0x00-0x1f in place as a set.
+    let flipped = _mm256_xor_si256(v, _mm256_set1_epi8(2));
+    let space = _mm256_set1_epi8(0x20);
     StringMasks {
+        quote_or_control: bits(_mm256_cmpeq_epi8(_mm256_max_epu8(flipped, space), space)),
         quote: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8))),
         backslash: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8))),
         // Unsigned `v <= 0x1f`  <=>  max(v, 0x1f) == 0x1f.
         control: bits(_mm256_cmpeq_epi8(_mm256_max_epu8(v, c), c)),
         non_ascii: bits(v),
-        escapable: !bits(_mm256_cmpeq_epi8(class, _mm256_setzero_si256())) & 0xffff_ffff,
+        simple_escape: !bits(_mm256_cmpeq_epi8(class, _mm256_setzero_si256())) & 0xffff_ffff,
         u: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'u' as i8))),
     }
 }
@@ -218,7 +222,7 @@ fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> StringMasks {
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut sink: F) -> usize {
+unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut sink: F) -> Blocks {
     let n = bytes.len();
     let ptr = bytes.as_ptr();
     // SAFETY: both tables are 16 bytes long, exactly what a 128-bit unaligned load reads.
@@ -228,25 +232,33 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
             _mm256_broadcastsi128_si256(_mm_loadu_si128(ESCAPE_HI.as_ptr().cast())),
         )
     };
+    // Every accepted block or-ed together: bit 7 of a byte says whether any of them was non-ASCII.
+    let mut high = _mm256_setzero_si256();
     let mut i = 0;
     while i + 64 <= n {
         // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
         let (a, b) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
+        let (va, vb) = (a, b);
         let (a, b) = (string_masks(a, lo_t, hi_t), string_masks(b, lo_t, hi_t));
         let masks = StringMasks {
+            quote_or_control: a.quote_or_control | (b.quote_or_control << 32),
             quote: a.quote | (b.quote << 32),
             backslash: a.backslash | (b.backslash << 32),
             control: a.control | (b.control << 32),
             non_ascii: a.non_ascii | (b.non_ascii << 32),
-            escapable: a.escapable | (b.escapable << 32),
+            simple_escape: a.simple_escape | (b.simple_escape << 32),
             u: a.u | (b.u << 32),
         };
         if !sink(i, masks) {
             break;
         }
+        high = _mm256_or_si256(high, _mm256_or_si256(va, vb));
         i += 64;
     }
-    i
+    Blocks {
+        end: i,
+        non_ascii: _mm256_movemask_epi8(high) != 0,
+    }
 }
 
 /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
