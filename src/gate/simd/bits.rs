@@ -9,6 +9,10 @@ const EVEN: u64 = 0x5555_5555_5555_5555;
 /// (simdjson's `find_escaped`; `carry` is 0 or 1). Branchy when the block has no backslash, which is
 /// the common case in structure-dense JSON.
 #[inline(always)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    allow(dead_code)
+)]
 pub(crate) fn escapes(backslash: u64, carry: &mut u64) -> u64 {
     if backslash == 0 {
         let escaped = *carry;

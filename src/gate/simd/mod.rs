@@ -248,7 +248,7 @@ impl Kernels {
     ) -> Blocks {
         match self {
             Kernels::Portable => {
-                let _ = sink;
+                let _ = (bytes, sink);
                 Blocks::default()
             }
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
@@ -270,7 +270,7 @@ impl Kernels {
     ) -> usize {
         match self {
             Kernels::Portable => {
-                let _ = (sink, carry);
+                let _ = (bytes, sink, carry);
                 0
             }
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
@@ -293,7 +293,7 @@ impl Kernels {
     ) -> usize {
         match self {
             Kernels::Portable => {
-                let _ = (sink, carry);
+                let _ = (bytes, sink, carry);
                 0
             }
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
@@ -349,12 +349,11 @@ mod tests {
 
     /// Every kernel this CPU runs, the AVX-512 ones also without VBMI.
     fn available() -> Vec<Kernels> {
-        let mut all: Vec<Kernels> = Isa::ALL.into_iter().filter_map(Kernels::new).collect();
+        let all = Isa::ALL.into_iter().filter_map(Kernels::new);
         #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        if let Some(k) = x86_64::avx512::Avx512::detect() {
-            all.push(Kernels::Avx512(k.without_vbmi()));
-        }
-        all
+        let all =
+            all.chain(x86_64::avx512::Avx512::detect().map(|k| Kernels::Avx512(k.without_vbmi())));
+        all.collect()
     }
 
     /// The string masks of one block, byte by byte from their definitions.
