@@ -191,6 +191,34 @@ fn data_keeps_its_non_empty_segments_in_order() {
     }
 }
 
+/// `event: message`, the type every MCP server sends, decodes to `message` wherever the input is
+/// cut (whole in a chunk, or gathered across chunks), and its near misses keep their own bytes.
+#[test]
+fn the_message_type_and_its_near_misses_at_every_cut() {
+    let input: &[u8] = b"event: message\ndata: 1\n\nevent: messages\ndata: 2\n\nevent: messag\ndata: 3\n\n\
+        data: 4\n\nevent:message\r\ndata: 5\r\n\r\n";
+    let message: &[u8] = b"message";
+    let want = [
+        Some(message),
+        Some(b"messages".as_slice()),
+        Some(b"messag".as_slice()),
+        None,
+        Some(message),
+    ];
+    for cut in 0..=input.len() {
+        let mut d = Decoder::new();
+        let mut got = Vec::new();
+        for part in [&input[..cut], &input[cut..]] {
+            d.feed(Bytes::copy_from_slice(part));
+            while let Some(ev) = d.next_event() {
+                got.push(ev.unwrap().event);
+            }
+        }
+        let got: Vec<Option<&[u8]>> = got.iter().map(|t| t.as_deref()).collect();
+        assert_eq!(got, want, "cut at {cut}");
+    }
+}
+
 fn data_of(ev: &Event) -> Vec<u8> {
     let mut v = Vec::new();
     ev.data.copy_to(&mut v);

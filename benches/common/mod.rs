@@ -12,8 +12,8 @@ use ssegate::message::Parser;
 use ssegate::resume::{Output, ResumableStream};
 use ssegate::sse::Decoder;
 
-/// A tool result as MCP servers send it: one JSON-RPC response on one `data:` line, its text a
-/// JSON string of prose with escapes.
+/// A tool result as MCP servers send it (the TypeScript SDK's frame: `event: message`, `id:`, one
+/// `data:` line): one JSON-RPC response, its text a JSON string of prose with escapes.
 pub(crate) fn big_event(size: usize) -> Vec<u8> {
     let mut text = String::new();
     let prose = "The quick brown fox jumps over the lazy dog; \\\"quoted\\\" text, a path C:\\\\tmp\\\\x, \
@@ -23,15 +23,15 @@ pub(crate) fn big_event(size: usize) -> Vec<u8> {
     }
     text.truncate(size);
     format!(
-        "id: 17\ndata: {{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":false}}}}\n\n"
+        "event: message\nid: 17\ndata: {{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":false}}}}\n\n"
     )
     .into_bytes()
 }
 
-/// One JSON-RPC result whose bulk is a structure-dense array of small objects (~4 MiB), on one
-/// `data:` line.
+/// One JSON-RPC result whose bulk is a structure-dense array of small objects (~4 MiB), in the same
+/// frame as [`big_event`].
 pub(crate) fn dense_event(size: usize) -> Vec<u8> {
-    let mut out = b"id: 18\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"rows\":[".to_vec();
+    let mut out = b"event: message\nid: 18\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"rows\":[".to_vec();
     let mut i = 0u64;
     while out.len() < size {
         if i > 0 {
@@ -52,12 +52,12 @@ pub(crate) fn dense_event(size: usize) -> Vec<u8> {
     out
 }
 
-/// `n` progress notifications with ids, ~200 bytes each.
+/// `n` progress notifications, ~200 bytes each, in the same frame as [`big_event`].
 pub(crate) fn progress_events(n: usize) -> Vec<u8> {
     let mut out = String::new();
     for i in 0..n {
         out.push_str(&format!(
-            "id: {i}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"req-42\",\"progress\":{i},\"total\":{n},\"message\":\"Processing item {i} of {n}\"}}}}\n\n"
+            "event: message\nid: {i}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"req-42\",\"progress\":{i},\"total\":{n},\"message\":\"Processing item {i} of {n}\"}}}}\n\n"
         ));
     }
     out.into_bytes()

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use super::event::{Data, Event, LF, PartialEvent};
+use super::event::{Data, Event, LF, MESSAGE, PartialEvent};
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 /// Longest known field name (`event`, `retry`): a name that is longer is an unknown field.
@@ -267,6 +267,30 @@ enum Id {
 }
 
 impl Id {
+    /// An `event` field's value at `start` of the chunk being scanned: `None` when empty (the
+    /// default type), the static `message` for the type every MCP server sends (no refcount per
+    /// event, nothing to copy when the chunk is left), else the range.
+    #[inline]
+    fn event_type(value: &[u8], start: usize) -> Option<Id> {
+        match value {
+            [] => None,
+            b"message" => Some(Id::Held(MESSAGE)),
+            _ => Some(Id::Cur {
+                start,
+                end: start + value.len(),
+            }),
+        }
+    }
+
+    /// The value, moved out.
+    #[inline]
+    fn into_bytes(self, cur: &Bytes) -> Bytes {
+        match self {
+            Id::Cur { start, end } => cur.slice(start..end),
+            Id::Held(b) => b,
+        }
+    }
+
     #[inline]
     fn get(&self, cur: &Bytes) -> Bytes {
         match self {
@@ -551,7 +575,7 @@ impl Decoder {
     #[inline]
     fn take_event(&mut self) -> Event {
         Event {
-            event: self.event_type.take().map(|t| t.get(&self.cur)),
+            event: self.event_type.take().map(|t| t.into_bytes(&self.cur)),
             data: self.take_data(),
             id: self.last_id.get(&self.cur),
             has_own_id: std::mem::take(&mut self.has_own_id),
@@ -1085,9 +1109,7 @@ impl Decoder {
                                 });
                             }
                         }
-                        _ => {
-                            self.event_type = (n > 0).then_some(Id::Cur { start, end });
-                        }
+                        _ => self.event_type = Id::event_type(&cur[start..end], start),
                     }
                 } else {
                     if n > 0 {
@@ -1104,7 +1126,12 @@ impl Decoder {
                                     self.own_id = Some(Id::Held(value));
                                 }
                             }
-                            _ => self.event_type = (!value.is_empty()).then_some(Id::Held(value)),
+                            _ => {
+                                self.event_type = match Id::event_type(&value, 0) {
+                                    Some(Id::Cur { .. }) => Some(Id::Held(value)),
+                                    other => other,
+                                }
+                            }
                         }
                     }
                 }

@@ -11,6 +11,10 @@ pub(crate) static JOIN: [u8; 1] = *b"\n";
 /// The static line feed that joins two `data` lines inside a [`Data`] rope.
 pub(crate) const LF: Bytes = Bytes::from_static(&JOIN);
 
+/// The event type MCP servers give every event, as a static value (cloned and dropped without a
+/// refcount).
+pub(crate) const MESSAGE: Bytes = Bytes::from_static(b"message");
+
 /// An event's data: a rope of [`Bytes`] segments.
 ///
 /// The decoder builds it from slices of the input chunks (no copy) for pieces of at least

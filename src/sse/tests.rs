@@ -51,6 +51,9 @@ fn token() -> impl Strategy<Value = Vec<u8>> {
         2 => Just(b"id".to_vec()),
         2 => Just(b"event".to_vec()),
         2 => Just(b"retry".to_vec()),
+        // The type the decoder returns as a static value, and near misses of it.
+        2 => Just(b"message".to_vec()),
+        1 => Just(b"messag".to_vec()),
         1 => Just(b"dat".to_vec()),
         1 => Just(b"retryx".to_vec()),
         5 => Just(b":".to_vec()),
