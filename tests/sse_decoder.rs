@@ -195,7 +195,8 @@ fn data_keeps_its_non_empty_segments_in_order() {
 /// cut (whole in a chunk, or gathered across chunks), and its near misses keep their own bytes.
 #[test]
 fn the_message_type_and_its_near_misses_at_every_cut() {
-    let input: &[u8] = b"event: message\ndata: 1\n\nevent: messages\ndata: 2\n\nevent: messag\ndata: 3\n\n\
+    let input: &[u8] =
+        b"event: message\ndata: 1\n\nevent: messages\ndata: 2\n\nevent: messag\ndata: 3\n\n\
         data: 4\n\nevent:message\r\ndata: 5\r\n\r\n";
     let message: &[u8] = b"message";
     let want = [

