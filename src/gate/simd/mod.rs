@@ -304,9 +304,6 @@ impl Kernels {
     }
 }
 
-/// The bytes that make a whole escape after a backslash ([`StringMasks::simple_escape`]).
-const SIMPLE_ESCAPES: &[u8; 8] = b"\"\\/bfnrt";
-
 /// The simple-escape lookup tables (one 16-byte table per nibble; a byte is a simple escape when its
 /// two entries share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t`.
 #[cfg_attr(
@@ -321,39 +318,12 @@ const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
 )]
 const ESCAPE_HI: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];
 
-/// The simple-escape echo table for a 128-entry byte permute (AVX-512 VBMI): entry `i` is `i` when
-/// `i` is a simple escape and `i ^ 1` otherwise, so a byte `b` is a simple escape exactly when
-/// `ESCAPE_ECHO[b & 0x7f] == b` (a byte at or above 0x80 never equals an entry, all below 0x80).
-#[cfg_attr(
-    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
-    allow(dead_code)
-)]
-const ESCAPE_ECHO: [u8; 128] = {
-    let mut table = [0u8; 128];
-    let mut i = 0;
-    while i < 128 {
-        table[i] = i as u8 ^ 1;
-        i += 1;
-    }
-    let mut k = 0;
-    while k < SIMPLE_ESCAPES.len() {
-        table[SIMPLE_ESCAPES[k] as usize] = SIMPLE_ESCAPES[k];
-        k += 1;
-    }
-    table
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every kernel this CPU runs, the AVX-512 ones also without VBMI.
     fn available() -> Vec<Kernels> {
-        let all = Isa::ALL.into_iter().filter_map(Kernels::new);
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        let all =
-            all.chain(x86_64::avx512::Avx512::detect().map(|k| Kernels::Avx512(k.without_vbmi())));
-        all.collect()
+        Isa::ALL.into_iter().filter_map(Kernels::new).collect()
     }
 
     /// The string masks of one block, byte by byte from their definitions.
@@ -548,7 +518,7 @@ mod tests {
     }
 
     /// Every byte value, in four blocks and at three rotations, against the definitions: the lookups
-    /// (nibble tables, the VBMI echo table) are exhaustively right, not only on the random alphabet.
+    /// (the nibble tables, the quote-or-control compare) are exhaustively right, not only on the random alphabet.
     #[test]
     fn string_masks_cover_every_byte() {
         for kernels in available().into_iter().filter(|k| k.has_blocks()) {
@@ -682,7 +652,6 @@ mod tests {
             let class = ESCAPE_LO[usize::from(b & 0x0f)] & ESCAPE_HI[usize::from(b >> 4)];
             let want = b"\"\\/bfnrt".contains(&b);
             assert_eq!(class != 0, want, "{b:#04x}");
-            assert_eq!(ESCAPE_ECHO[usize::from(b & 0x7f)] == b, want, "{b:#04x}");
         }
     }
 

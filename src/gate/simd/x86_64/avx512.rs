@@ -3,24 +3,21 @@
 use std::arch::x86_64::{
     __m512i, _mm_loadu_si128, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
     _mm512_cmple_epu8_mask, _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512,
-    _mm512_maskz_loadu_epi8, _mm512_movepi8_mask, _mm512_or_si512, _mm512_permutex2var_epi8,
-    _mm512_set1_epi8, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_srli_epi16,
-    _mm512_sub_epi8, _mm512_test_epi8_mask, _mm512_xor_si512,
+    _mm512_maskz_loadu_epi8, _mm512_movepi8_mask, _mm512_or_si512, _mm512_set1_epi8,
+    _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_srli_epi16, _mm512_sub_epi8,
+    _mm512_test_epi8_mask, _mm512_xor_si512,
 };
 
 use super::prefix_xor;
 use crate::gate::simd::bits::escapes;
 use crate::gate::simd::{
-    Blocks, ESCAPE_ECHO, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals,
+    Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals,
 };
 
 /// Proof that this CPU runs AVX-512F, AVX-512BW, BMI1 and PCLMULQDQ: only [`Avx512::detect`] creates
-/// one, and every kernel of this file is a safe method on it. It also records whether the CPU has
-/// AVX-512 VBMI (Ice Lake, Zen 4 and later), for the string kernel's one-permute escape lookup.
+/// one, and every kernel of this file is a safe method on it.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Avx512 {
-    vbmi: bool,
-}
+pub(crate) struct Avx512(());
 
 impl Avx512 {
     /// The token, when run-time detection finds every feature the kernels below enable.
@@ -29,16 +26,7 @@ impl Avx512 {
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("bmi1")
             && std::arch::is_x86_feature_detected!("pclmulqdq"))
-        .then(|| Avx512 {
-            vbmi: std::arch::is_x86_feature_detected!("avx512vbmi"),
-        })
-    }
-
-    /// The same token with the VBMI kernel switched off, so that tests run the kernel CPUs without
-    /// VBMI run.
-    #[cfg(test)]
-    pub(crate) fn without_vbmi(self) -> Avx512 {
-        Avx512 { vbmi: false }
+        .then_some(Avx512(()))
     }
 
     /// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
@@ -55,14 +43,8 @@ impl Avx512 {
         bytes: &[u8],
         sink: impl FnMut(usize, StringMasks) -> bool,
     ) -> Blocks {
-        if self.vbmi {
-            // SAFETY: `self` exists with `vbmi` set, so `detect` found AVX-512F, AVX-512BW,
-            // AVX-512 VBMI and BMI1.
-            unsafe { string_blocks_vbmi(bytes, sink) }
-        } else {
-            // SAFETY: `self` exists, so `detect` found AVX-512F, AVX-512BW and BMI1.
-            unsafe { string_blocks(bytes, sink) }
-        }
+        // SAFETY: `self` exists, so `detect` found AVX-512F, AVX-512BW and BMI1.
+        unsafe { string_blocks(bytes, sink) }
     }
 
     /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
@@ -237,60 +219,6 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
             control: _mm512_cmplt_epu8_mask(v, space_v),
             non_ascii: _mm512_movepi8_mask(v),
             simple_escape: _mm512_test_epi8_mask(class, class),
-            u: _mm512_cmpeq_epi8_mask(v, u_v),
-        };
-        if !sink(i, masks) {
-            break;
-        }
-        high = _mm512_or_si512(high, v);
-        i += 64;
-    }
-    Blocks {
-        end: i,
-        non_ascii: _mm512_movepi8_mask(high) != 0,
-    }
-}
-
-/// [`string_blocks`] with the simple-escape class from one 128-entry byte permute of the
-/// [`ESCAPE_ECHO`] table and one compare, in place of two nibble lookups, a shift, two ands and a
-/// test: four vector instructions fewer per block (about 1.5% on the exact gate over 4 MiB of prose,
-/// measured in alternating runs; the loop is bound by its compares into mask registers).
-///
-/// # Safety
-/// The CPU must support AVX-512F, AVX-512BW, AVX-512 VBMI and BMI1.
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,bmi1")]
-unsafe fn string_blocks_vbmi<F: FnMut(usize, StringMasks) -> bool>(
-    bytes: &[u8],
-    mut sink: F,
-) -> Blocks {
-    let n = bytes.len();
-    let ptr = bytes.as_ptr();
-    let quote_v = _mm512_set1_epi8(b'"' as i8);
-    let backslash_v = _mm512_set1_epi8(b'\\' as i8);
-    let space_v = _mm512_set1_epi8(0x20);
-    let u_v = _mm512_set1_epi8(b'u' as i8);
-    // SAFETY: the table is 128 bytes long, so both 64-byte loads are inside it.
-    let (echo_lo, echo_hi) = unsafe {
-        (
-            _mm512_loadu_si512(ESCAPE_ECHO.as_ptr().cast()),
-            _mm512_loadu_si512(ESCAPE_ECHO.as_ptr().add(64).cast()),
-        )
-    };
-    // Every accepted block or-ed together: bit 7 of a byte says whether any of them was non-ASCII.
-    let mut high = _mm512_setzero_si512();
-    let mut i = 0;
-    while i + 64 <= n {
-        // SAFETY: `i + 64 <= n`, so the 64 bytes read are inside `bytes`.
-        let v = unsafe { _mm512_loadu_si512(ptr.add(i).cast()) };
-        // Bits 0-5 of each byte pick an entry, bit 6 the half; bit 7 is ignored.
-        let echo = _mm512_permutex2var_epi8(echo_lo, v, echo_hi);
-        let masks = StringMasks {
-            quote_or_control: quote_or_control(v),
-            quote: _mm512_cmpeq_epi8_mask(v, quote_v),
-            backslash: _mm512_cmpeq_epi8_mask(v, backslash_v),
-            control: _mm512_cmplt_epu8_mask(v, space_v),
-            non_ascii: _mm512_movepi8_mask(v),
-            simple_escape: _mm512_cmpeq_epi8_mask(echo, v),
             u: _mm512_cmpeq_epi8_mask(v, u_v),
         };
         if !sink(i, masks) {
