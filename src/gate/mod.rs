@@ -48,7 +48,7 @@
 //! one way, towards `simd`.
 
 mod exact;
-mod simd;
+pub(crate) mod simd;
 mod stage1;
 mod strings;
 

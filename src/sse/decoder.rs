@@ -424,9 +424,25 @@ impl Decoder {
                 let next = self.queue.pop_front()?;
                 self.leave_chunk();
                 self.chunk_base += self.cur.len() as u64;
-                self.cur = next;
                 self.pos = 0;
                 self.eol_known = None;
+                if self.state == State::Value(Field::Data) {
+                    // The chunk starts inside a data line (never after a CR: that ends the line).
+                    match self.absorb(next) {
+                        Ok(()) => {
+                            // Nothing is left to scan; `chunk_base` is past the absorbed chunk.
+                            if !self.cur.is_empty() {
+                                self.cur = Bytes::new();
+                            }
+                        }
+                        Err((next, eol)) => {
+                            self.cur = next;
+                            self.eol_known = Some(eol);
+                        }
+                    }
+                    continue;
+                }
+                self.cur = next;
                 if self.pending_cr {
                     self.pending_cr = false;
                     if self.cur[0] == b'\n' {
@@ -440,12 +456,6 @@ impl Decoder {
                         }
                     }
                 }
-                continue;
-            }
-            if self.pos == 0
-                && self.state == State::Value(Field::Data)
-                && !self.whole_chunk_in_data()
-            {
                 continue;
             }
             // Taking the chunk out lets the scanner borrow it while it updates `self`.
@@ -466,6 +476,10 @@ impl Decoder {
     /// data slices of at least `copy_below` bytes.
     #[inline]
     fn leave_chunk(&mut self) {
+        if self.cur.is_empty() {
+            // Nothing can refer to an empty chunk (a chunk absorbed whole was never `cur`).
+            return;
+        }
         self.last_id_cache = OnceLock::new();
         self.last_id.detach(&self.cur);
         if let Some(id) = &mut self.own_id {
@@ -688,7 +702,7 @@ impl Decoder {
                     // Fast path: the whole line is in this chunk. Otherwise the rest of the chunk
                     // is known to hold no line end, and the states below do not scan it again.
                     let start = self.pos;
-                    match memchr::memchr2(b'\r', b'\n', &buf[start..]) {
+                    match crate::gate::simd::find_line_end(&buf[start..]) {
                         Some(n) => {
                             let r = self.whole_line(cur, start, start + n);
                             self.pos = start + n;
@@ -797,19 +811,27 @@ impl Decoder {
     fn find_line_end(&mut self, buf: &[u8], start: usize) -> Option<usize> {
         match self.eol_known.take() {
             Some(p) => (p < buf.len()).then_some(p),
-            None => memchr::memchr2(b'\r', b'\n', &buf[start..]).map(|i| start + i),
+            None => crate::gate::simd::find_line_end(&buf[start..]).map(|i| start + i),
         }
     }
 
-    /// A chunk that starts inside a data line: when it holds no line end, the chunk itself becomes
-    /// a data segment (moved, not sliced) and this returns `false`; otherwise `true`, and the
-    /// scanner takes over, knowing nothing of the chunk's content.
+    /// A chunk that starts inside a data line, before it becomes the chunk being scanned: when it
+    /// holds no line end and breaks no limit, the whole chunk is data and goes into the rope (moved,
+    /// or copied when small) without being scanned again. Otherwise it is handed back with where its
+    /// first line end is (its length when it has none), for the scanner.
     #[inline]
-    fn whole_chunk_in_data(&mut self) -> bool {
-        let len = self.cur.len();
-        if let Some(p) = memchr::memchr2(b'\r', b'\n', &self.cur) {
-            self.eol_known = Some(p);
-            return true;
+    fn absorb(&mut self, chunk: Bytes) -> Result<(), (Bytes, usize)> {
+        debug_assert!(!self.pending_cr && self.state == State::Value(Field::Data));
+        let len = chunk.len();
+        // A small chunk (a transport's tiny reads) is tested for a line end inline, without the
+        // call into memchr, which costs more than the search itself at this size.
+        let eol = if len <= SHORT_CHUNK && !crate::gate::simd::has_line_end(&chunk) {
+            None
+        } else {
+            memchr::memchr2(b'\r', b'\n', &chunk)
+        };
+        if let Some(p) = eol {
+            return Err((chunk, p));
         }
         let end = self.chunk_base + len as u64;
         if end - self.line_start > self.config.max_line as u64
@@ -817,12 +839,9 @@ impl Decoder {
             || self.data_len() + len > self.config.max_event
         {
             // Let the scanner report the error.
-            self.eol_known = Some(len);
-            return true;
+            return Err((chunk, len));
         }
         self.chunk_base = end;
-        let chunk = std::mem::take(&mut self.cur);
-        // The whole chunk is data, inside the block: sliced (moved) unless it is small.
         if len < self.config.copy_below {
             self.small.extend_from_slice(&chunk);
             self.after_big = false;
@@ -831,7 +850,7 @@ impl Decoder {
             self.data.push(chunk);
             self.after_big = true;
         }
-        false
+        Ok(())
     }
 
     /// Opens a block whose first line starts at stream offset `at`.
@@ -1267,3 +1286,6 @@ impl OpenData<'_> {
         super::event::for_each_from([self.small, self.tail], from.saturating_sub(rope_len), f);
     }
 }
+
+/// Chunks up to this many bytes are tested for a line end without a call into `memchr`.
+const SHORT_CHUNK: usize = 128;

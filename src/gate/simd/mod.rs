@@ -29,6 +29,34 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 pub(crate) use bits::{escapes_branchless, escapes_carry_out};
 
+/// Whether `hay` holds a CR or LF: the SSE2 kernel on x86-64 (every x86-64 CPU has SSE2, so there is
+/// no dispatch), byte by byte elsewhere and below 16 bytes. For short haystacks, the decoder's tiny
+/// chunks, where a call into `memchr` costs more than the search.
+#[inline]
+pub(crate) fn has_line_end(hay: &[u8]) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    return x86_64::sse2::has_line_end(hay);
+    #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
+    return scalar::has_line_end(hay);
+}
+
+/// The first CR or LF in `hay`. SSE lines are mostly short (`event:`, `id:`, a small `data:`), so the
+/// first 16 bytes are tested inline (SSE2 on x86-64) before the rest is handed to `memchr`.
+#[inline]
+pub(crate) fn find_line_end(hay: &[u8]) -> Option<usize> {
+    if let Some(head) = hay.first_chunk::<16>() {
+        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+        let m = x86_64::sse2::line_ends_16(head);
+        #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
+        let m = scalar::line_ends_16(head);
+        if m != 0 {
+            return Some(m.trailing_zeros() as usize);
+        }
+        return memchr::memchr2(b'\r', b'\n', &hay[16..]).map(|i| i + 16);
+    }
+    memchr::memchr2(b'\r', b'\n', hay)
+}
+
 /// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
 /// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -663,6 +691,53 @@ mod tests {
         assert_eq!(Kernels::best().isa(), isa);
         if cfg!(any(ssegate_disable_simd, miri, not(target_arch = "x86_64"))) {
             assert_eq!(isa, Isa::Portable);
+        }
+    }
+
+    /// The line-end kernels against the byte definition: every length up to 200 with one CR or LF
+    /// at every position (and none), then random haystacks of bytes next to CR and LF (0x0B,
+    /// 0x8A, 0x8D, ...), at every offset into the buffer.
+    #[test]
+    fn line_end_kernels_match_the_byte_definition() {
+        let first = |h: &[u8]| h.iter().position(|&b| b == b'\n' || b == b'\r');
+        let check = |h: &[u8]| {
+            assert_eq!(find_line_end(h), first(h), "{h:?}");
+            assert_eq!(has_line_end(h), first(h).is_some(), "{h:?}");
+            if let Some(head) = h.first_chunk::<16>() {
+                let want = (0..16).fold(0u32, |m, i| {
+                    m | (u32::from(first(&h[i..i + 1]).is_some()) << i)
+                });
+                assert_eq!(scalar::line_ends_16(head), want, "{h:?}");
+                #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+                assert_eq!(x86_64::sse2::line_ends_16(head), want, "{h:?}");
+            }
+        };
+        for len in 0..200 {
+            let mut h = vec![b'a'; len];
+            check(&h);
+            for p in 0..len {
+                for eol in [b'\n', b'\r'] {
+                    h[p] = eol;
+                    check(&h);
+                    h[p] = b'a';
+                }
+            }
+        }
+        let near = [
+            b'\n', b'\r', 0x0b, 0x0c, 0x09, 0x8a, 0x8d, 0x2a, 0x2d, b'x', 0xff, 0,
+        ];
+        for seed in 0..2000 {
+            let buf = random_bytes(seed, 160, &near[2..]);
+            let mut buf = buf;
+            // Zero, one or two line ends.
+            for k in 0..(seed % 3) {
+                let at = (seed as usize * 37 + k as usize * 53) % buf.len();
+                buf[at] = near[(seed + k) as usize % 2];
+            }
+            for start in 0..17 {
+                check(&buf[start..]);
+                check(&buf[start..start + (seed as usize % 70)]);
+            }
         }
     }
 }

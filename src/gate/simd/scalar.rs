@@ -49,3 +49,21 @@ pub(crate) fn scan_tail<const NON_ASCII: bool>(bytes: &[u8], from: usize) -> usi
         .position(|&b| is_stop::<NON_ASCII>(b))
         .map_or(bytes.len(), |k| from + k)
 }
+
+/// Whether `hay` holds a CR or LF (the reference for the SSE2 kernel, and the code where it is absent).
+#[inline]
+pub(crate) fn has_line_end(hay: &[u8]) -> bool {
+    hay.iter().any(|&b| b == b'\n' || b == b'\r')
+}
+
+/// The CR and LF bytes among `head`'s 16 (bit `i` is byte `i`): the reference for the SSE2 kernel.
+#[cfg_attr(
+    all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+    allow(dead_code)
+)]
+#[inline]
+pub(crate) fn line_ends_16(head: &[u8; 16]) -> u32 {
+    head.iter().enumerate().fold(0, |m, (i, &b)| {
+        m | (u32::from(b == b'\n' || b == b'\r') << i)
+    })
+}
