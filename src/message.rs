@@ -546,17 +546,11 @@ fn is_rpc_key(key: &[u8]) -> bool {
     matches!(key, b"id" | b"method" | b"result" | b"error")
 }
 
-/// The first `"` or `\\` in `bytes`: keys and ids are short, so the first bytes are looked at
-/// one by one before the vector search (whose set-up costs more than a short key).
+/// The first `"` or `\\` in `bytes`: keys and ids are short, so the first 16 bytes are tested inline
+/// before the vector search (whose set-up costs more than a short key).
 #[inline]
 fn find_quote_or_backslash(bytes: &[u8]) -> Option<usize> {
-    const SHORT: usize = 16;
-    let head = &bytes[..bytes.len().min(SHORT)];
-    if let Some(k) = head.iter().position(|&b| b == b'"' || b == b'\\') {
-        return Some(k);
-    }
-    let tail = bytes.get(SHORT..)?;
-    memchr::memchr2(b'"', b'\\', tail).map(|k| k + SHORT)
+    crate::gate::simd::find_either(bytes, b'"', b'\\')
 }
 
 fn parse_id(first: u8, raw: &[u8]) -> Option<RpcId> {

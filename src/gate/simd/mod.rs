@@ -40,21 +40,34 @@ pub(crate) fn has_line_end(hay: &[u8]) -> bool {
     return scalar::has_line_end(hay);
 }
 
-/// The first CR or LF in `hay`. SSE lines are mostly short (`event:`, `id:`, a small `data:`), so the
-/// first 16 bytes are tested inline (SSE2 on x86-64) before the rest is handed to `memchr`.
+/// The bytes of `head` equal to `a` or to `b` (bit `i` is byte `i`): SSE2 on x86-64, byte by byte
+/// elsewhere.
+#[inline]
+pub(crate) fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
+    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    return x86_64::sse2::either_16(head, a, b);
+    #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
+    return scalar::either_16(head, a, b);
+}
+
+/// The first byte of `hay` equal to `a` or to `b`, for searches that usually end early (line ends
+/// of short SSE lines, the closing quote of a JSON key): the first 16 bytes are tested inline
+/// ([`either_16`]) before the rest is handed to `memchr`, whose set-up costs more than a short hit.
+#[inline]
+pub(crate) fn find_either(hay: &[u8], a: u8, b: u8) -> Option<usize> {
+    match hay.first_chunk::<16>() {
+        Some(head) => match either_16(head, a, b) {
+            0 => memchr::memchr2(a, b, &hay[16..]).map(|i| i + 16),
+            m => Some(m.trailing_zeros() as usize),
+        },
+        None => hay.iter().position(|&x| x == a || x == b),
+    }
+}
+
+/// The first CR or LF in `hay` ([`find_either`]).
 #[inline]
 pub(crate) fn find_line_end(hay: &[u8]) -> Option<usize> {
-    if let Some(head) = hay.first_chunk::<16>() {
-        #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-        let m = x86_64::sse2::line_ends_16(head);
-        #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
-        let m = scalar::line_ends_16(head);
-        if m != 0 {
-            return Some(m.trailing_zeros() as usize);
-        }
-        return memchr::memchr2(b'\r', b'\n', &hay[16..]).map(|i| i + 16);
-    }
-    memchr::memchr2(b'\r', b'\n', hay)
+    find_either(hay, b'\r', b'\n')
 }
 
 /// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
@@ -694,45 +707,49 @@ mod tests {
         }
     }
 
-    /// The line-end kernels against the byte definition: every length up to 200 with one CR or LF
-    /// at every position (and none), then random haystacks of bytes next to CR and LF (0x0B,
-    /// 0x8A, 0x8D, ...), at every offset into the buffer.
+    /// The short-search kernels against the byte definition: every length up to 200 with one CR,
+    /// LF, quote or backslash at every position (and none), then random haystacks of bytes next to
+    /// them (0x0B, 0x8A, 0x8D, 0x22 ^ 0x80, ...), at every offset into the buffer. Line ends are
+    /// searched as the decoder searches them, quotes and backslashes as the peek does.
     #[test]
-    fn line_end_kernels_match_the_byte_definition() {
-        let first = |h: &[u8]| h.iter().position(|&b| b == b'\n' || b == b'\r');
+    fn short_search_kernels_match_the_byte_definition() {
         let check = |h: &[u8]| {
-            assert_eq!(find_line_end(h), first(h), "{h:?}");
-            assert_eq!(has_line_end(h), first(h).is_some(), "{h:?}");
-            if let Some(head) = h.first_chunk::<16>() {
-                let want = (0..16).fold(0u32, |m, i| {
-                    m | (u32::from(first(&h[i..i + 1]).is_some()) << i)
-                });
-                assert_eq!(scalar::line_ends_16(head), want, "{h:?}");
-                #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
-                assert_eq!(x86_64::sse2::line_ends_16(head), want, "{h:?}");
+            for (a, b) in [(b'\r', b'\n'), (b'"', b'\\')] {
+                let first = h.iter().position(|&x| x == a || x == b);
+                assert_eq!(find_either(h, a, b), first, "{h:?}");
+                if let Some(head) = h.first_chunk::<16>() {
+                    let want = (0..16).fold(0u32, |m, i| {
+                        m | (u32::from(head[i] == a || head[i] == b) << i)
+                    });
+                    assert_eq!(either_16(head, a, b), want, "{h:?}");
+                    assert_eq!(scalar::either_16(head, b, a), want, "{h:?}");
+                }
             }
+            let eol = h.iter().position(|&x| x == b'\n' || x == b'\r');
+            assert_eq!(find_line_end(h), eol, "{h:?}");
+            assert_eq!(has_line_end(h), eol.is_some(), "{h:?}");
         };
         for len in 0..200 {
             let mut h = vec![b'a'; len];
             check(&h);
             for p in 0..len {
-                for eol in [b'\n', b'\r'] {
-                    h[p] = eol;
+                for stop in [b'\n', b'\r', b'"', b'\\'] {
+                    h[p] = stop;
                     check(&h);
                     h[p] = b'a';
                 }
             }
         }
+        let stops = [b'\n', b'\r', b'"', b'\\'];
         let near = [
-            b'\n', b'\r', 0x0b, 0x0c, 0x09, 0x8a, 0x8d, 0x2a, 0x2d, b'x', 0xff, 0,
+            0x0b, 0x0c, 0x09, 0x8a, 0x8d, 0xa2, 0xdc, 0x23, 0x5d, b'x', 0xff, 0,
         ];
         for seed in 0..2000 {
-            let buf = random_bytes(seed, 160, &near[2..]);
-            let mut buf = buf;
-            // Zero, one or two line ends.
+            let mut buf = random_bytes(seed, 160, &near);
+            // Zero, one or two stops.
             for k in 0..(seed % 3) {
                 let at = (seed as usize * 37 + k as usize * 53) % buf.len();
-                buf[at] = near[(seed + k) as usize % 2];
+                buf[at] = stops[(seed + k) as usize % 4];
             }
             for start in 0..17 {
                 check(&buf[start..]);

@@ -56,14 +56,15 @@ pub(crate) fn has_line_end(hay: &[u8]) -> bool {
     hay.iter().any(|&b| b == b'\n' || b == b'\r')
 }
 
-/// The CR and LF bytes among `head`'s 16 (bit `i` is byte `i`): the reference for the SSE2 kernel.
+/// The bytes of `head` equal to `a` or to `b` (bit `i` is byte `i`): the reference for the SSE2
+/// kernel.
 #[cfg_attr(
     all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
     allow(dead_code)
 )]
 #[inline]
-pub(crate) fn line_ends_16(head: &[u8; 16]) -> u32 {
-    head.iter().enumerate().fold(0, |m, (i, &b)| {
-        m | (u32::from(b == b'\n' || b == b'\r') << i)
-    })
+pub(crate) fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
+    head.iter()
+        .enumerate()
+        .fold(0, |m, (i, &x)| m | (u32::from(x == a || x == b) << i))
 }

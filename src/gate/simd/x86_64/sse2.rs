@@ -31,17 +31,17 @@ pub(crate) fn has_line_end(hay: &[u8]) -> bool {
     }
 }
 
-/// The CR and LF bytes among `head`'s 16 (bit `i` is byte `i`).
+/// The bytes of `head` equal to `a` or to `b` (bit `i` is byte `i`).
 #[inline]
-pub(crate) fn line_ends_16(head: &[u8; 16]) -> u32 {
+pub(crate) fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
     // SAFETY: SSE2 is part of the x86-64 baseline; the load reads exactly the 16 bytes of `head`,
     // with no alignment requirement.
     unsafe {
         let v = _mm_loadu_si128(head.as_ptr().cast());
-        let eol = _mm_or_si128(
-            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8)),
-            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\r' as i8)),
+        let hit = _mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(a as i8)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8)),
         );
-        _mm_movemask_epi8(eol) as u32
+        _mm_movemask_epi8(hit) as u32
     }
 }
