@@ -14,6 +14,11 @@
 //! yet nothing here knows the consumers' types: the dependencies go one way (`exact`, `stage1`,
 //! `strings` → `simd`).
 //!
+//! Two short searches live here too, for the SSE decoder and the JSON-RPC peek: [`has_line_end`]
+//! (a tiny chunk has a CR or LF) and [`find_either`] (the first of two bytes, tested in the first 16
+//! bytes before a call into `memchr`). Their kernel is SSE2 (`x86_64::sse2`), part of every x86-64
+//! CPU, so it needs no token and no detection.
+//!
 //! Dispatch invariant as a type: a [`Kernels`] value holds a token per instruction set
 //! (`x86_64::avx512::Avx512`, `x86_64::avx2::Avx2`) that only run-time feature detection can create,
 //! and the kernels are safe methods on their token. The best choice is detected once per process

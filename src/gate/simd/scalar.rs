@@ -26,7 +26,7 @@ fn is_stop<const NON_ASCII: bool>(b: u8) -> bool {
     b == b'"' || b == b'\\' || b < 0x20 || (NON_ASCII && b >= 0x80)
 }
 
-/// See [`super::scan_string`].
+/// See [`super::Kernels::scan_string`].
 pub(crate) fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
     let mut words = bytes.chunks_exact(8);
     let mut at = 0;
