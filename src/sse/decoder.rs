@@ -102,6 +102,7 @@ impl Config {
     pub fn build(&self) -> Decoder {
         Decoder {
             config: self.clone(),
+            next: None,
             queue: VecDeque::new(),
             cur: Bytes::new(),
             pos: 0,
@@ -335,6 +336,9 @@ enum Stop {
 pub struct Decoder {
     config: Config,
     /// Chunks fed but not reached yet.
+    /// The next chunk to scan when it is the only one queued (most calls feed one chunk and then
+    /// drain the events): a slot instead of a trip through `queue`. It comes before `queue`.
+    next: Option<Bytes>,
     queue: VecDeque<Bytes>,
     /// The chunk being scanned, and where.
     cur: Bytes,
@@ -408,7 +412,12 @@ impl Decoder {
     /// Queues a chunk of the stream (any size; empty chunks are fine). Nothing is scanned until
     /// [`Decoder::next_event`] is called.
     pub fn feed(&mut self, chunk: Bytes) {
-        if !chunk.is_empty() {
+        if chunk.is_empty() {
+            return;
+        }
+        if self.next.is_none() && self.queue.is_empty() {
+            self.next = Some(chunk);
+        } else {
             self.queue.push_back(chunk);
         }
     }
@@ -421,7 +430,10 @@ impl Decoder {
     pub fn next_event(&mut self) -> Option<Result<Event, DecodeError>> {
         loop {
             if self.pos >= self.cur.len() {
-                let next = self.queue.pop_front()?;
+                let next = match self.next.take() {
+                    Some(next) => next,
+                    None => self.queue.pop_front()?,
+                };
                 self.leave_chunk();
                 self.chunk_base += self.cur.len() as u64;
                 self.pos = 0;
@@ -619,6 +631,7 @@ impl Decoder {
             _ => None,
         };
         self.leave_chunk();
+        self.next = None;
         self.queue.clear();
         self.cur = Bytes::new();
         self.pos = 0;

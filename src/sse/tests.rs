@@ -8,12 +8,20 @@ use super::{Decoder, PartialEvent};
 
 /// Feeds `input` cut at `cuts` (sorted offsets), pulling events after each chunk.
 fn decode_chunked(input: &[u8], cuts: &[usize]) -> Outcome {
+    decode_batched(input, cuts, 1)
+}
+
+/// [`decode_chunked`], but after every `batch` chunks pulling only one event (`batch` > 1; all of
+/// them at the end): chunks wait in the decoder's queue while events are pulled and more chunks
+/// arrive, and must still be scanned in order.
+fn decode_batched(input: &[u8], cuts: &[usize], batch: usize) -> Outcome {
     let whole = Bytes::copy_from_slice(input);
     let mut d = Decoder::new();
     let mut events = Vec::new();
     let mut at = 0;
-    let pull = |d: &mut Decoder, events: &mut Vec<_>| {
-        while let Some(r) = d.next_event() {
+    let pull = |d: &mut Decoder, events: &mut Vec<_>, most: usize| {
+        for _ in 0..most {
+            let Some(r) = d.next_event() else { break };
             let ev = r.expect("default limits are never hit here");
             // The decoder keeps the last id as a range of the current chunk: the accessor must
             // still agree with the event just dispatched.
@@ -24,12 +32,17 @@ fn decode_chunked(input: &[u8], cuts: &[usize]) -> Outcome {
             events.push((ev.event_type().to_vec(), data, ev.id.to_vec()));
         }
     };
-    for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
+    for (i, &cut) in cuts.iter().chain(std::iter::once(&input.len())).enumerate() {
         let cut = cut.clamp(at, input.len());
         d.feed(whole.slice(at..cut));
-        pull(&mut d, &mut events);
+        if batch == 1 {
+            pull(&mut d, &mut events, usize::MAX);
+        } else if (i + 1) % batch == 0 {
+            pull(&mut d, &mut events, 1);
+        }
         at = cut;
     }
+    pull(&mut d, &mut events, usize::MAX);
     let partial = d.finish().map(
         |PartialEvent {
              bytes,
@@ -95,6 +108,10 @@ proptest! {
         prop_assert_eq!(&decode_chunked(&input, &cuts), &expected, "cuts {:?}", cuts);
         let bytewise: Vec<usize> = (1..input.len()).collect();
         prop_assert_eq!(&decode_chunked(&input, &bytewise), &expected, "1-byte chunks");
+        for batch in [2, 3, 7] {
+            prop_assert_eq!(&decode_batched(&input, &cuts, batch), &expected, "cuts {:?}, pulled every {} chunks", cuts, batch);
+            prop_assert_eq!(&decode_batched(&input, &bytewise, batch), &expected, "1-byte chunks, pulled every {} chunks", batch);
+        }
     }
 
     #[test]
