@@ -335,9 +335,9 @@ enum Stop {
 #[derive(Debug)]
 pub struct Decoder {
     config: Config,
-    /// Chunks fed but not reached yet.
-    /// The next chunk to scan when it is the only one queued (most calls feed one chunk and then
-    /// drain the events): a slot instead of a trip through `queue`. It comes before `queue`.
+    /// Chunks fed but not reached yet, in order: `next` (when set) before `queue`. A chunk goes into
+    /// `next` only when nothing else waits; most callers feed one chunk and then drain the events,
+    /// so their chunks skip the queue's ring arithmetic.
     next: Option<Bytes>,
     queue: VecDeque<Bytes>,
     /// The chunk being scanned, and where.
