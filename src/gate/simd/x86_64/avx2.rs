@@ -237,9 +237,8 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
     let mut i = 0;
     while i + 64 <= n {
         // SAFETY: `i + 64 <= n`: both 32-byte loads are inside `bytes`.
-        let (a, b) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
-        let (va, vb) = (a, b);
-        let (a, b) = (string_masks(a, lo_t, hi_t), string_masks(b, lo_t, hi_t));
+        let (va, vb) = unsafe { (load(ptr.add(i)), load(ptr.add(i + 32))) };
+        let (a, b) = (string_masks(va, lo_t, hi_t), string_masks(vb, lo_t, hi_t));
         let masks = StringMasks {
             quote_or_control: a.quote_or_control | (b.quote_or_control << 32),
             quote: a.quote | (b.quote << 32),

@@ -4,8 +4,8 @@ use std::arch::x86_64::{
     __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
 };
 
-/// Whether `hay` holds a CR or LF; for haystacks of at least 16 bytes (the caller tests shorter ones
-/// byte by byte).
+/// Whether `hay` holds a CR or LF: 16-byte blocks, the last one overlapping the others (a haystack
+/// shorter than 16 bytes is tested byte by byte).
 #[inline]
 pub(crate) fn has_line_end(hay: &[u8]) -> bool {
     let Some(last) = hay.len().checked_sub(16) else {
