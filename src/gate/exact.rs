@@ -402,7 +402,21 @@ impl Exact {
         let closing = m.quotes & !m.in_string;
         let mut from = *skip;
         *skip = 0;
-        if self.st == St::Str {
+        let in_str = self.st == St::Str;
+        if in_str && closing | unusual == 0 {
+            // The whole block is plain text of a string that began in an earlier block.
+            return Ok(());
+        }
+        // A string open at the block's start is the grammar check's too (no branch on it: whether
+        // a block starts inside a string is a coin toss in structure-dense input).
+        match self.grammar_block(bytes, at, &m, from, limit) {
+            Some(skipped) => {
+                *skip = skipped;
+                return Ok(());
+            }
+            None => self.declined(),
+        }
+        if in_str {
             // A string that began in an earlier block of this walk.
             let end = first_or_64(closing);
             if unusual & below(end) != 0 {
@@ -413,15 +427,6 @@ impl Exact {
             }
             self.string_done();
             from = end + 1;
-        }
-        if from < 64 {
-            match self.grammar_block(bytes, at, &m, from, limit) {
-                Some(skipped) => {
-                    *skip = skipped;
-                    return Ok(());
-                }
-                None => self.declined(),
-            }
         }
         let mut events = (m.ops | opening | (scalar & !(scalar << 1))) & !below(from);
         while events != 0 {
@@ -540,7 +545,8 @@ impl Exact {
         from: usize,
         limit: usize,
     ) -> Option<usize> {
-        if !self.walkable() && self.st != St::Done {
+        let entry_str = self.st == St::Str;
+        if !self.walkable() && self.st != St::Done && !entry_str {
             return None;
         }
         let block = &bytes[at..at + 64];
@@ -601,7 +607,10 @@ impl Exact {
         let value_start = lb | lk | open_q | ss;
         let after_lb = land((lb << 1) | at_entry(St::ObjFirst));
         let after_obj_comma = land(((com & obj) << 1) | at_entry(St::Key));
-        let keys = (after_lb | after_obj_comma) & open_q;
+        // A key string open at the block's start: its bytes from bit 0 carry its key mark to its
+        // closing quote like an opening quote's (`from` is 0 there: no scalar ran over into it).
+        let entry_key = u64::from(entry_str && self.key);
+        let keys = ((after_lb | after_obj_comma) & open_q) | entry_key;
         let key_end = in_str.wrapping_add(keys) & close_q;
         let value_end = rb | rk | (close_q & !key_end) | se;
         let entry_after = at_entry(St::After);
@@ -624,8 +633,12 @@ impl Exact {
         // The state after the block's last token.
         let ends = lb | lk | rb | rk | col | com | close_q | se;
         let (st, key) = if in_str >> 63 == 1 {
-            let last_open = 1u64 << (63 - open_q.leading_zeros());
-            (St::Str, keys & last_open != 0)
+            // The string the block ends in opened here, or (no opening quote) at the entry.
+            let key = match open_q {
+                0 => self.key,
+                _ => keys & (1u64 << (63 - open_q.leading_zeros())) != 0,
+            };
+            (St::Str, key)
         } else if ends == 0 {
             (self.st, self.key)
         } else {
@@ -647,7 +660,8 @@ impl Exact {
             };
             (st, self.key)
         };
-        let mut top_keys = keys & top1;
+        // Each top-level key once: one open at the entry was recorded where it opened.
+        let mut top_keys = keys & !entry_key & top1;
         while top_keys != 0 {
             let p = top_keys.trailing_zeros();
             top_keys &= top_keys - 1;

@@ -350,6 +350,18 @@ impl Kernels {
     }
 }
 
+/// JSON whitespace by its low nibble, for a byte shuffle: entry `n` is the whitespace byte whose low
+/// nibble is `n` (space, tab, LF, CR), and every other entry a byte whose low nibble is not `n`, so
+/// a byte is whitespace exactly when it finds itself at its own low nibble.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    allow(dead_code)
+)]
+const WHITESPACE: [u8; 16] = [
+    b' ', 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, b'\t', b'\n', 0x80, 0x80, b'\r', 0x80,
+    0x80,
+];
+
 /// The simple-escape lookup tables (one 16-byte table per nibble; a byte is a simple escape when its
 /// two entries share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t`.
 #[cfg_attr(

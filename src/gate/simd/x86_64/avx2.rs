@@ -4,13 +4,14 @@ use std::arch::x86_64::{
     __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_cmpeq_epi8,
     _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_min_epu8, _mm256_movemask_epi8,
     _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
-    _mm256_srli_epi16, _mm256_sub_epi8, _mm256_xor_si256,
+    _mm256_slli_epi16, _mm256_srli_epi16, _mm256_sub_epi8, _mm256_xor_si256,
 };
 
 use super::prefix_xor;
 use crate::gate::simd::bits::escapes;
 use crate::gate::simd::{
-    Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, scalar,
+    Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, WHITESPACE,
+    scalar,
 };
 
 /// Proof that this CPU runs AVX2 and PCLMULQDQ: only [`Avx2::detect`] creates one, and every kernel of
@@ -276,6 +277,8 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
     let c = _mm256_set1_epi8(0x1f);
     let zero_v = _mm256_set1_epi8(b'0' as i8);
     let nine_v = _mm256_set1_epi8(9);
+    // SAFETY: the table is 16 bytes long, exactly what a 128-bit unaligned load reads.
+    let ws_t = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(WHITESPACE.as_ptr().cast()) });
     // The 64-bit mask of `byte` in the block held as two halves.
     let eq = |lo: __m256i, hi: __m256i, b: u8| {
         let t = _mm256_set1_epi8(b as i8);
@@ -297,7 +300,10 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
             let d = _mm256_sub_epi8(v, zero_v);
             bits(_mm256_cmpeq_epi8(_mm256_min_epu8(d, nine_v), d))
         };
-        let ws = eq(lo, hi, b' ') | eq(lo, hi, b'\t') | eq(lo, hi, b'\n') | eq(lo, hi, b'\r');
+        // One lookup by the low nibble: only a whitespace byte finds itself in the table (a byte
+        // >= 0x80 looks up 0).
+        let ws = bits(_mm256_cmpeq_epi8(_mm256_shuffle_epi8(ws_t, lo), lo))
+            | (bits(_mm256_cmpeq_epi8(_mm256_shuffle_epi8(ws_t, hi), hi)) << 32);
         let mut esc_next = esc_carry;
         let escaped = escapes(backslash, &mut esc_next);
         let quotes = eq(lo, hi, b'"') & !escaped;
@@ -315,7 +321,10 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
             non_ascii: bits(lo) | (bits(hi) << 32),
             open,
             close,
-            curly: eq(lo, hi, b'{') | eq(lo, hi, b'}'),
+            // Of the brackets, `{` and `}` are the ones with bit 5 set (moved to bit 7 for the
+            // byte mask).
+            curly: (open | close)
+                & (bits(_mm256_slli_epi16::<2>(lo)) | (bits(_mm256_slli_epi16::<2>(hi)) << 32)),
             colon,
             comma,
             digit: digit(lo) | (digit(hi) << 32),

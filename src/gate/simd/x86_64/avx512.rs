@@ -11,7 +11,7 @@ use std::arch::x86_64::{
 use super::prefix_xor;
 use crate::gate::simd::bits::escapes;
 use crate::gate::simd::{
-    Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals,
+    Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, WHITESPACE,
 };
 
 /// Proof that this CPU runs AVX-512F, AVX-512BW, BMI1 and PCLMULQDQ: only [`Avx512::detect`] creates
@@ -250,6 +250,8 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
     let space_v = _mm512_set1_epi8(0x20);
     let zero_v = _mm512_set1_epi8(b'0' as i8);
     let ten_v = _mm512_set1_epi8(10);
+    // SAFETY: the table is 16 bytes long, exactly what a 128-bit unaligned load reads.
+    let ws_t = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(WHITESPACE.as_ptr().cast()) });
     let mut i = 0;
     let (mut esc_carry, mut str_carry) = (carry.escaped, carry.in_string);
     while i + 64 <= n {
@@ -261,7 +263,9 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
         let (open, close) = (eq(folded, b'{'), eq(folded, b'}'));
         let (colon, comma) = (eq(v, b':'), eq(v, b','));
         let ops = open | close | colon | comma;
-        let ws = eq(v, b' ') | eq(v, b'\t') | eq(v, b'\n') | eq(v, b'\r');
+        // One lookup by the low nibble: only a whitespace byte finds itself in the table (a byte
+        // >= 0x80 looks up 0).
+        let ws = _mm512_cmpeq_epi8_mask(_mm512_shuffle_epi8(ws_t, v), v);
         let mut esc_next = esc_carry;
         let escaped = escapes(backslash, &mut esc_next);
         let quotes = eq(v, b'"') & !escaped;
@@ -276,7 +280,8 @@ unsafe fn json_blocks<F: FnMut(usize, JsonMasks) -> bool>(
             non_ascii: _mm512_movepi8_mask(v),
             open,
             close,
-            curly: eq(v, b'{') | eq(v, b'}'),
+            // Of the brackets, `{` and `}` are the ones with bit 5 set.
+            curly: (open | close) & _mm512_test_epi8_mask(v, bit5),
             colon,
             comma,
             digit: _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, zero_v), ten_v),
