@@ -21,6 +21,9 @@
 //! `latency_after_last_chunk_4mib` times what a 4 MiB result costs once its last chunk arrives, with
 //! the gate running ahead of dispatch (the default) and reading the message at dispatch.
 //!
+//! Each group also times `xxh3`: the guard's content hash over the same chunks, hot, with nothing
+//! else (a floor under `ssegate_guarded`, which reads every byte for it too).
+//!
 //! Each group also times `drop_chunks`: dropping the owned chunks without decoding them, one free
 //! each. Any decoder handed owned chunks pays it, so it is the floor under every row (it dominates
 //! with 64-byte chunks). `benches/alloc.rs` counts the allocations.
@@ -65,12 +68,27 @@ fn memcpy(g: &mut BenchmarkGroup<'_, WallTime>, input: &[u8]) {
     });
 }
 
+/// The content hash's pass alone: the guard's streaming xxh3 over every chunk (hot, as memcpy's
+/// input is). A floor under `ssegate_guarded`, which also decodes and gates the same bytes.
+fn xxh3(g: &mut BenchmarkGroup<'_, WallTime>, chunks: &[Bytes]) {
+    g.bench_function("xxh3", |b| {
+        b.iter(|| {
+            let mut x = RawHasher::new(SecretBuffer::default());
+            for c in black_box(chunks) {
+                x.write(c);
+            }
+            black_box(x.finish())
+        })
+    });
+}
+
 fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usize) {
     let owned = chunks(input, chunk);
     let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Bytes(input.len() as u64));
     g.sample_size(10);
     memcpy(&mut g, input);
+    xxh3(&mut g, &owned);
     g.bench_function("drop_chunks", |b| {
         b.iter_batched(|| fresh(&owned), drop, BatchSize::LargeInput)
     });
