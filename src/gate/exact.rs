@@ -354,11 +354,12 @@ impl Exact {
         declined.unwrap_or(done + skip)
     }
 
-    /// [`Exact::walk`] over the last `tail.len()` (< 64) bytes of a piece: the tail is copied into
-    /// one block padded with spaces, which change no state between tokens. The walker takes what it
-    /// can prove there and declines a scalar token that touches the end of the tail (the next piece
-    /// may continue it); a string still open at the end stays open, as in a whole block. Small
-    /// messages are mostly tail: without this their last bytes went through the byte automaton.
+    /// [`Exact::walk`] over a piece of fewer than 64 bytes (`tail`): it is copied into one block
+    /// padded with spaces, which change no state between tokens. The walker takes what it can prove
+    /// there and declines a scalar token that touches the end of the tail (the next piece may
+    /// continue it); a string still open at the end stays open, as in a whole block. The bytes after
+    /// a longer piece's whole blocks go through the byte automaton instead: for a tail that is mostly
+    /// string, as small messages' often are, its string scan measured cheaper than a padded block.
     fn walk_tail(&mut self, tail: &[u8]) -> usize {
         let len = tail.len();
         let mut block = [b' '; 64];
