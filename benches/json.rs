@@ -1,5 +1,5 @@
 //! The JSON side: the completeness gate against `memcpy`, `serde_json` and `simd_json` full parses,
-//! and the naive client that re-parses its accumulated buffer on every chunk, one criterion group
+//! the same two crates' validation-only paths (no value built), and the naive client that re-parses its accumulated buffer on every chunk, one criterion group
 //! per input: a prose-heavy 4 MiB tool result and a 4 MiB structure-dense message.
 //!
 //! `cargo bench --bench json -- --warm-up-time 1 --measurement-time 2`
@@ -105,6 +105,27 @@ fn group(c: &mut Criterion, name: &str, make: fn(usize) -> Vec<u8>) {
             |input| {
                 let v = simd_json::to_borrowed_value_with_buffers(input, &mut buffers).unwrap();
                 black_box(&v);
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
+    // The validators: the same grammar check with no value built. `serde_json_validate` walks the
+    // input once, byte by byte, into `IgnoredAny`; `simd_json_tape` is simd-json's stage 1 and
+    // stage 2 (structural indexes, then the tape, strings unescaped into its buffers). They are
+    // what an exact verdict costs elsewhere, and the peers of `ssegate_gate`.
+    g.bench_function("serde_json_validate", |b| {
+        b.iter(|| {
+            black_box(serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&json)).unwrap())
+        })
+    });
+
+    g.bench_function("simd_json_tape", |b| {
+        b.iter_batched_ref(
+            || json.clone(),
+            |input| {
+                let tape = simd_json::to_tape_with_buffers(input, &mut buffers).unwrap();
+                black_box(&tape);
             },
             BatchSize::LargeInput,
         )
