@@ -1013,6 +1013,16 @@ impl Decoder {
             }
             return Ok(());
         }
+        if line.starts_with(b"event:") {
+            // The type line MCP servers send with every event (`event: message`).
+            let value_start = start + 6 + usize::from(line.get(6) == Some(&b' '));
+            let value_at = self.chunk_base + value_start as u64;
+            if let Some(e) = self.piece_limit(Field::Event, value_at, eol - value_start, line_end) {
+                return Err(e);
+            }
+            self.event_type = Id::event_type(&cur[value_start..eol], value_start);
+            return Ok(());
+        }
         // Known names are at most NAME_MAX bytes: only the first NAME_MAX + 1 can hold the colon.
         let head = &line[..line.len().min(NAME_MAX + 1)];
         let (name, value_start) = match head.iter().position(|&c| c == b':') {
