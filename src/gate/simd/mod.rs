@@ -15,8 +15,8 @@
 //! `strings` → `simd`).
 //!
 //! Two short searches live here too, for the SSE decoder and the JSON-RPC peek: [`has_line_end`]
-//! (a tiny chunk has a CR or LF) and [`find_either`] (the first of two bytes, tested in the first 16
-//! bytes before a call into `memchr`). Their kernel is SSE2 (`x86_64::sse2`), part of every x86-64
+//! (a tiny chunk has a CR or LF) and [`find_either`] (the first of two bytes, tested 16 at a time in
+//! the first 256 bytes before a call into `memchr`). Their kernel is SSE2 (`x86_64::sse2`), part of every x86-64
 //! CPU, so it needs no token and no detection.
 //!
 //! Dispatch invariant as a type: a [`Kernels`] value holds a token per instruction set
@@ -56,18 +56,38 @@ pub(crate) fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
 }
 
 /// The first byte of `hay` equal to `a` or to `b`, for searches that usually end early (line ends
-/// of short SSE lines, the closing quote of a JSON key): the first 16 bytes are tested inline
-/// ([`either_16`]) before the rest is handed to `memchr`, whose set-up costs more than a short hit.
+/// of short SSE lines, the closing quote of a JSON key): up to [`INLINE_SEARCH`] bytes are tested
+/// inline, 16 at a time ([`either_16`]; the last block overlaps the one before it), before the rest
+/// is handed to `memchr`, whose set-up costs more than a short hit.
 #[inline]
 pub(crate) fn find_either(hay: &[u8], a: u8, b: u8) -> Option<usize> {
-    match hay.first_chunk::<16>() {
-        Some(head) => match either_16(head, a, b) {
-            0 => memchr::memchr2(a, b, &hay[16..]).map(|i| i + 16),
-            m => Some(m.trailing_zeros() as usize),
-        },
-        None => hay.iter().position(|&x| x == a || x == b),
+    let n = hay.len();
+    if n < 16 {
+        return hay.iter().position(|&x| x == a || x == b);
     }
+    let mut at = 0;
+    while at + 16 <= n {
+        if at >= INLINE_SEARCH {
+            return memchr::memchr2(a, b, &hay[at..]).map(|i| i + at);
+        }
+        let head = hay[at..].first_chunk::<16>().expect("16 bytes left");
+        if let m @ 1.. = either_16(head, a, b) {
+            return Some(at + m.trailing_zeros() as usize);
+        }
+        at += 16;
+    }
+    if at == n {
+        return None;
+    }
+    // The last 16 bytes: the ones before `at` are known not to match.
+    let last = n - 16;
+    let tail = hay[last..].first_chunk::<16>().expect("16 bytes");
+    let m = either_16(tail, a, b) >> (at - last);
+    (m != 0).then(|| at + m.trailing_zeros() as usize)
 }
+
+/// How many leading bytes [`find_either`] tests inline before calling `memchr`.
+const INLINE_SEARCH: usize = 256;
 
 /// The first CR or LF in `hay` ([`find_either`]).
 #[inline]
@@ -724,7 +744,8 @@ mod tests {
         }
     }
 
-    /// The short-search kernels against the byte definition: every length up to 200 with one CR,
+    /// The short-search kernels against the byte definition: every length up to 300 (past the inline
+    /// part of `find_either`, into its `memchr` hand-off) with one CR,
     /// LF, quote or backslash at every position (and none), then random haystacks of bytes next to
     /// them (0x0B, 0x8A, 0x8D, 0x22 ^ 0x80, ...), at every offset into the buffer. Line ends are
     /// searched as the decoder searches them, quotes and backslashes as the peek does.
@@ -746,7 +767,7 @@ mod tests {
             assert_eq!(find_line_end(h), eol, "{h:?}");
             assert_eq!(has_line_end(h), eol.is_some(), "{h:?}");
         };
-        for len in 0..200 {
+        for len in 0..300 {
             let mut h = vec![b'a'; len];
             check(&h);
             for p in 0..len {
