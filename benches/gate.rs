@@ -2,12 +2,6 @@
 //! result and a structure-dense array of records. `gate_exact/<isa>` is the path the guard ships
 //! (the exact recogniser); `gate_fast/<isa>` is bracket balancing alone.
 //!
-//! `small_messages_own_allocation`: 20k small JSON-RPC messages, each alone in a 1 KiB
-//! allocation (as an embedder that receives messages one by one holds them), each judged with
-//! `Gate::check` after a reset. It keeps a kernel from reading past a message into cache lines
-//! nobody else touches: the AVX-512 string scan's tail load once did, and each such line was a
-//! cache miss (about 5 x slower than AVX2 here).
-//!
 //! `cargo bench --bench gate -- --warm-up-time 0.5 --measurement-time 1`
 
 use std::hint::black_box;
@@ -151,60 +145,9 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     g.finish();
 }
 
-/// Small MCP messages: progress notifications and short tool results, by turns.
-fn small_messages(n: usize) -> Vec<Vec<u8>> {
-    (0..n)
-        .map(|i| {
-            let text = if i % 2 == 0 {
-                format!(
-                    r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"req-42","progress":{i},"total":{n},"message":"Processing item {i} of {n}"}}}}"#
-                )
-            } else {
-                format!(
-                    r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"row {i}: ok"}}],"isError":false}}}}"#
-                )
-            };
-            let mut own = Vec::with_capacity(1024);
-            own.extend_from_slice(text.as_bytes());
-            own
-        })
-        .collect()
-}
-
-fn small_group(c: &mut Criterion) {
-    let msgs = small_messages(20_000);
-    let total: usize = msgs.iter().map(Vec::len).sum();
-    let mut g = c.benchmark_group("small_messages_own_allocation");
-    g.throughput(Throughput::Bytes(total as u64));
-    g.sample_size(20);
-    let mut dst = vec![0u8; 1024];
-    g.bench_function("memcpy", |b| {
-        b.iter(|| {
-            for m in black_box(&msgs) {
-                dst[..m.len()].copy_from_slice(m);
-                black_box(&dst);
-            }
-        })
-    });
-    for isa in Isa::ALL.into_iter().rev().filter(|i| i.is_available()) {
-        let mut gate = Config::new().exact(true).build_with_isa(isa).unwrap();
-        g.bench_function(format!("gate_exact/{}", isa.name()), |b| {
-            b.iter(|| {
-                for m in black_box(&msgs) {
-                    gate.reset();
-                    gate.feed(m);
-                    assert_eq!(gate.verdict(), ssegate::gate::Verdict::Complete);
-                }
-            })
-        });
-    }
-    g.finish();
-}
-
 fn benches(c: &mut Criterion) {
     group(c, "prose_4MiB", prose());
     group(c, "dense_4MiB", dense());
-    small_group(c);
 }
 
 criterion_group!(gate_benches, benches);
