@@ -117,26 +117,13 @@ unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
         i += 64;
     }
     if i < n {
-        // The last `n - i < 64` bytes, with one masked load whose window reaches no cache line that
-        // holds none of them: when they sit in one line, the window is that line (it starts before
-        // them), otherwise it starts at them and ends in the next line, which holds the rest. A
-        // window running on into a line beyond the slice makes this CPU fetch that line, masked or
-        // not: a cold one cost ~100 ns per call on a small, separately allocated message.
-        let len = n - i;
-        let at = ptr.wrapping_add(i);
-        let shift = at as usize % 64;
-        let (start, live) = if shift + len <= 64 {
-            (at.wrapping_sub(shift), ((1u64 << len) - 1) << shift)
-        } else {
-            (at, (1u64 << len) - 1)
-        };
-        // SAFETY: masked-off lanes are not accessed (AVX-512BW masked loads suppress faults there),
-        // and the live lanes are exactly the `len` bytes `bytes[i..n]`.
-        let v = unsafe { _mm512_maskz_loadu_epi8(live, start.cast()) };
+        let live = (1u64 << (n - i)) - 1;
+        // SAFETY: masked-off lanes are not read (AVX-512BW masked loads suppress faults there), and the
+        // `n - i < 64` live lanes are inside `bytes`.
+        let v = unsafe { _mm512_maskz_loadu_epi8(live, ptr.add(i).cast()) };
         let m = stop_mask::<NON_ASCII>(v) & live;
         if m != 0 {
-            let first = m.trailing_zeros() as usize;
-            return i + first - (live.trailing_zeros() as usize);
+            return i + m.trailing_zeros() as usize;
         }
     }
     n
