@@ -1,6 +1,7 @@
 //! The JSON side: the completeness gate against `memcpy`, `serde_json` and `simd_json` full parses,
-//! the same two crates' validation-only paths (no value built), and the naive client that re-parses its accumulated buffer on every chunk, one criterion group
-//! per input: a prose-heavy 4 MiB tool result and a 4 MiB structure-dense message.
+//! the same two crates' validation-only paths (no value built), and the naive client that re-parses
+//! its accumulated buffer on every chunk, one criterion group per input: a prose-heavy 4 MiB tool
+//! result and a 4 MiB structure-dense message.
 //!
 //! `cargo bench --bench json -- --warm-up-time 1 --measurement-time 2`
 //!

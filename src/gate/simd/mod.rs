@@ -15,9 +15,9 @@
 //! `strings` → `simd`).
 //!
 //! Two short searches live here too, for the SSE decoder and the JSON-RPC peek: [`has_line_end`]
-//! (a tiny chunk has a CR or LF) and [`find_either`] (the first of two bytes, tested 16 at a time in
-//! the first 256 bytes before a call into `memchr`). Their kernel is SSE2 (`x86_64::sse2`), part of every x86-64
-//! CPU, so it needs no token and no detection.
+//! (a tiny chunk has a CR or LF) and [`find_either`] (the first of two bytes, tested 16 at a time
+//! in the first 256 bytes before a call into `memchr`). Their kernel is SSE2 (`x86_64::sse2`), part
+//! of every x86-64 CPU, so it needs no token and no detection.
 //!
 //! Dispatch invariant as a type: a [`Kernels`] value holds a token per instruction set
 //! (`x86_64::avx512::Avx512`, `x86_64::avx2::Avx2`) that only run-time feature detection can create,
@@ -61,28 +61,24 @@ pub(crate) fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
 /// is handed to `memchr`, whose set-up costs more than a short hit.
 #[inline]
 pub(crate) fn find_either(hay: &[u8], a: u8, b: u8) -> Option<usize> {
-    let n = hay.len();
-    if n < 16 {
+    // A haystack shorter than 16 bytes has no whole block and no last one.
+    let Some(last) = hay.last_chunk::<16>() else {
         return hay.iter().position(|&x| x == a || x == b);
-    }
+    };
     let mut at = 0;
-    while at + 16 <= n {
+    while let Some(block) = hay[at..].first_chunk::<16>() {
         if at >= INLINE_SEARCH {
             return memchr::memchr2(a, b, &hay[at..]).map(|i| i + at);
         }
-        let head = hay[at..].first_chunk::<16>().expect("16 bytes left");
-        if let m @ 1.. = either_16(head, a, b) {
+        if let m @ 1.. = either_16(block, a, b) {
             return Some(at + m.trailing_zeros() as usize);
         }
         at += 16;
     }
-    if at == n {
-        return None;
-    }
-    // The last 16 bytes: the ones before `at` are known not to match.
-    let last = n - 16;
-    let tail = hay[last..].first_chunk::<16>().expect("16 bytes");
-    let m = either_16(tail, a, b) >> (at - last);
+    // Fewer than 16 bytes are left: the last 16 bytes hold them, after `16 - left` bytes already
+    // known not to match.
+    let seen = 16 - (hay.len() - at);
+    let m = either_16(last, a, b) >> seen;
     (m != 0).then(|| at + m.trailing_zeros() as usize)
 }
 
@@ -745,10 +741,10 @@ mod tests {
     }
 
     /// The short-search kernels against the byte definition: every length up to 300 (past the inline
-    /// part of `find_either`, into its `memchr` hand-off) with one CR,
-    /// LF, quote or backslash at every position (and none), then random haystacks of bytes next to
-    /// them (0x0B, 0x8A, 0x8D, 0x22 ^ 0x80, ...), at every offset into the buffer. Line ends are
-    /// searched as the decoder searches them, quotes and backslashes as the peek does.
+    /// part of `find_either`, into its `memchr` hand-off) with one CR, LF, quote or backslash at
+    /// every position (and none), then random haystacks of bytes next to them (0x0B, 0x8A, 0x8D,
+    /// 0x22 ^ 0x80, ...), at every offset into the buffer. Line ends are searched as the decoder
+    /// searches them, quotes and backslashes as the peek does.
     #[test]
     fn short_search_kernels_match_the_byte_definition() {
         let check = |h: &[u8]| {
