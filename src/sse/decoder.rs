@@ -976,9 +976,11 @@ impl Decoder {
     fn whole_line(&mut self, cur: &Bytes, start: usize, eol: usize) -> Result<(), DecodeError> {
         let line = &cur[start..eol];
         let line_end = self.chunk_base + eol as u64;
-        // The two lines every MCP event has, recognised by their prefix: a data line inside one
+        // The three lines every MCP event has, recognised by their prefix: a data line inside one
         // chunk becomes the `tail` range (sliced once, when the event is built); an id line the
-        // `own_id` range (no slicing at all until dispatch).
+        // `own_id` range (no slicing at all until dispatch); `event: message` the static type.
+        // Three straight-line blocks: one shared block with a dispatch on the field measured ~3 ns
+        // per small event slower.
         if line.starts_with(b"data:") {
             let value_start = start + 5 + usize::from(line.get(5) == Some(&b' '));
             self.begin_field(cur, Field::Data)?;
@@ -1014,7 +1016,6 @@ impl Decoder {
             return Ok(());
         }
         if line.starts_with(b"event:") {
-            // The type line MCP servers send with every event (`event: message`).
             let value_start = start + 6 + usize::from(line.get(6) == Some(&b' '));
             let value_at = self.chunk_base + value_start as u64;
             if let Some(e) = self.piece_limit(Field::Event, value_at, eol - value_start, line_end) {
