@@ -84,7 +84,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use crate::gate::{Gate, Verdict};
+use crate::gate::{self, Gate, Isa, Verdict};
 use crate::hash::{Xxh3, xxh3_64};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};
 use crate::sse::{Data, DecodeError, Decoder, Event, PartialEvent};
@@ -114,6 +114,7 @@ pub struct Config {
     default_retry: Duration,
     contiguous_ids: bool,
     registry: Option<Registry>,
+    gate: gate::Config,
 }
 
 impl Default for Config {
@@ -125,6 +126,7 @@ impl Default for Config {
             default_retry: Duration::from_secs(1),
             contiguous_ids: false,
             registry: None,
+            gate: gate::Config::default(),
         }
     }
 }
@@ -173,6 +175,29 @@ impl Config {
         self
     }
 
+    /// The deepest nesting of arrays and objects a message may have (default 1024, the gate's):
+    /// a deeper one is refused as [`Torn::InvalidMessage`] with
+    /// [`InvalidReason::TooDeep`](crate::gate::InvalidReason::TooDeep). The guard's memory for
+    /// nesting is one byte per level in use, so a server that nests deeper than the default can be
+    /// met by raising this (the application's own parser has its own limit too).
+    pub fn max_depth(&mut self, levels: usize) -> &mut Self {
+        self.gate.max_depth(levels);
+        self
+    }
+
+    /// The most capable instruction set the guard's gate may run on (default: the best this CPU
+    /// has; see [`gate::Config::max_isa`]). Decisions are the same on every instruction set.
+    pub fn max_isa(&mut self, isa: Isa) -> &mut Self {
+        self.gate.max_isa(isa);
+        self
+    }
+
+    /// A gate as the guard judges messages with: exact verdicts, this configuration's nesting limit
+    /// and instruction-set cap.
+    pub(crate) fn gate(&self) -> Gate {
+        self.gate.build()
+    }
+
     /// A guard with these settings.
     pub fn build(&self) -> Guard {
         let registry = self
@@ -182,7 +207,7 @@ impl Config {
         let recent = Window::new(random_seed());
         Guard {
             config: self.clone(),
-            gate: Gate::new(),
+            gate: self.gate(),
             phase: Phase::Streaming,
             cursor: None,
             last_seen_id: recent.key(b""),
@@ -770,6 +795,16 @@ impl Guard {
             Phase::Failed(e) => Some(e),
             _ => None,
         }
+    }
+
+    /// The instruction set the guard's gate runs on ([`Config::max_isa`] caps it).
+    pub fn gate_isa(&self) -> Isa {
+        self.gate.isa()
+    }
+
+    /// The guard's settings.
+    pub(crate) fn settings(&self) -> &Config {
+        &self.config
     }
 
     /// Counters so far.

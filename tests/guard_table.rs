@@ -1148,3 +1148,68 @@ fn the_replay_window_is_bounded_and_configurable() {
         "skip-replay 1"
     );
 }
+
+// ---- the gate's settings ----
+
+/// A notification nested `depth` levels deep in all (the message object is the first level).
+fn nested(depth: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"deep","params":{}{}}}"#,
+        "[".repeat(depth - 1),
+        "]".repeat(depth - 1)
+    )
+}
+
+/// What the guard alone (its own gate, `Guard::on_event`) decides about the one event of `capture`.
+fn guard_alone(capture: &str, guard: &mut Guard) -> String {
+    let mut decoder = Decoder::new();
+    decoder.feed(Bytes::from(capture.to_string()));
+    let event = decoder.next_event().expect("one event").expect("decoded");
+    match guard.on_event(event) {
+        Ok(d) => render(&d),
+        Err(e) => kind(&e),
+    }
+}
+
+#[test]
+fn the_nesting_limit_is_configurable_and_a_deeper_message_is_refused() {
+    // (configured limit, the limit in force)
+    for (limit, in_force) in [(None, 1024), (Some(8), 8), (Some(3000), 3000)] {
+        let build = || {
+            let mut config = Config::default();
+            if let Some(limit) = limit {
+                config.max_depth(limit);
+            }
+            config.build()
+        };
+        for depth in [in_force - 1, in_force, in_force + 1] {
+            let want = if depth <= in_force {
+                "deliver 7"
+            } else {
+                "err InvalidMessage"
+            };
+            let capture = ev("7", &nested(depth));
+            let shipped = drive(&capture, &mut build());
+            assert_eq!(shipped[0], want, "stream, limit {limit:?}, depth {depth}");
+            let alone = guard_alone(&capture, &mut build());
+            assert_eq!(alone, want, "guard alone, limit {limit:?}, depth {depth}");
+        }
+    }
+}
+
+#[test]
+fn the_instruction_set_cap_reaches_the_guards_gate_and_the_streams() {
+    use ssegate::gate::Isa;
+    for cap in Isa::ALL {
+        let mut config = Config::default();
+        config.max_isa(cap);
+        let guard = config.build();
+        assert!(guard.gate_isa() <= cap, "{cap:?}: {:?}", guard.gate_isa());
+        let stream = resume::Config::default().build_with_guard(config.build());
+        assert_eq!(stream.gate_isa(), guard.gate_isa(), "{cap:?}");
+        // Decisions do not depend on it.
+        let mut guard = config.build();
+        assert_eq!(guard_alone(&ev("7", RESULT), &mut guard), "deliver 7");
+    }
+    assert_eq!(Guard::new().gate_isa(), Isa::detect());
+}

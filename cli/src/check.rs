@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use bytes::Bytes;
 use ssegate::check::{Step, check, describe_skip, split_capture};
-use ssegate::guard::{self, Policy};
+use ssegate::guard::Policy;
 use ssegate::message::RpcId;
 use ssegate::resume::{self, Answer, EventInfo, Output};
 
@@ -38,6 +38,8 @@ pub(crate) struct CheckArgs {
     /// other text for a string id). With one, an empty resume is a refusal, not a success.
     #[arg(long = "request-id", value_name = "ID")]
     request_ids: Vec<String>,
+    #[command(flatten)]
+    gate: crate::input::GateArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -66,7 +68,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         PolicyArg::Strict => Policy::Strict,
         PolicyArg::Verified => Policy::Verified,
     };
-    let mut guard = guard::Config::default();
+    let mut guard = args.gate.guard();
     guard.policy(policy);
     let mut config = resume::Config::default();
     config.guard(guard);

@@ -4,15 +4,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use ssegate::gate::Gate;
 
-use crate::input::{SplitArgs, chunks, read_input};
+use crate::input::{self, SplitArgs, chunks, read_input};
 
 /// Arguments of `ssegate gate`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct GateArgs {
     #[command(flatten)]
     split: SplitArgs,
+    #[command(flatten)]
+    gate: input::GateArgs,
     /// The JSON text; stdin when absent or `-`.
     file: Option<PathBuf>,
 }
@@ -27,7 +28,7 @@ pub(crate) fn run(args: &GateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut gate = Gate::new();
+    let mut gate = args.gate.gate().build();
     for chunk in chunks(input, &args.split) {
         gate.feed(&chunk);
     }

@@ -17,6 +17,50 @@ pub(crate) struct SplitArgs {
     pub(crate) split_random: Option<u64>,
 }
 
+/// The gate's settings on the command line (the library's defaults).
+#[derive(clap::Args, Debug)]
+pub(crate) struct GateArgs {
+    /// The deepest nesting of arrays and objects a message may have; deeper is invalid.
+    #[arg(long, value_name = "LEVELS", default_value_t = 1024)]
+    pub(crate) max_depth: usize,
+    /// The most capable instruction set the gate may use (the best this CPU has, up to it).
+    #[arg(long, value_enum, default_value_t = IsaArg::Avx512)]
+    pub(crate) max_isa: IsaArg,
+}
+
+/// An instruction set, as `--max-isa` names it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum IsaArg {
+    Portable,
+    Avx2,
+    Avx512,
+}
+
+impl GateArgs {
+    /// The gate's configuration these arguments ask for.
+    pub(crate) fn gate(&self) -> ssegate::gate::Config {
+        let mut config = ssegate::gate::Config::new();
+        config.max_depth(self.max_depth).max_isa(self.isa());
+        config
+    }
+
+    /// The guard's configuration with these gate settings.
+    pub(crate) fn guard(&self) -> ssegate::guard::Config {
+        let mut config = ssegate::guard::Config::default();
+        config.max_depth(self.max_depth).max_isa(self.isa());
+        config
+    }
+
+    fn isa(&self) -> ssegate::gate::Isa {
+        use ssegate::gate::Isa;
+        match self.max_isa {
+            IsaArg::Portable => Isa::Portable,
+            IsaArg::Avx2 => Isa::Avx2,
+            IsaArg::Avx512 => Isa::Avx512,
+        }
+    }
+}
+
 /// Reads FILE, or stdin when FILE is absent or `-`.
 pub(crate) fn read_input(file: Option<&PathBuf>) -> std::io::Result<Vec<u8>> {
     match file {

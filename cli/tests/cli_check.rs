@@ -145,3 +145,21 @@ fn field_captures_accept_correct_servers_and_refuse_faulty_ones() {
         }
     }
 }
+
+#[test]
+fn the_nesting_limit_and_the_instruction_set_cap_are_options() {
+    // A result nested 6 levels deep (object, result, content array, item, two arrays).
+    let deep =
+        "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"x\":[[]]}]}}\n\n";
+    for isa in ["portable", "avx2", "avx512"] {
+        for (depth, code) in [("6", 0), ("5", 1)] {
+            let out = check(&["--max-depth", depth, "--max-isa", isa], deep.as_bytes());
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(out.status.code(), Some(code), "{isa} {depth}: {stdout}");
+            let verdict = if code == 0 { "complete" } else { "invalid" };
+            assert!(stdout.contains(&format!("verdict={verdict}")), "{stdout}");
+        }
+    }
+    let out = check(&[], deep.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+}

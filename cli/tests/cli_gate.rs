@@ -71,3 +71,16 @@ fn reads_a_file() {
     assert_eq!(gate(&[path.to_str().unwrap()], b""), "complete\n");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_nesting_limit_and_the_instruction_set_cap_are_options() {
+    let input = b"{\"a\":[[{}]]}";
+    for isa in ["portable", "avx2", "avx512"] {
+        for split in ["1", "7", "100"] {
+            let args = |depth| ["--max-depth", depth, "--max-isa", isa, "--split", split];
+            assert_eq!(gate(&args("4"), input), "complete\n", "{isa} {split}");
+            assert_eq!(gate(&args("3"), input), "invalid\n", "{isa} {split}");
+        }
+    }
+    assert_eq!(gate(&[], input), "complete\n");
+}

@@ -169,6 +169,7 @@ impl std::error::Error for InvalidReason {}
 pub struct Config {
     max_depth: usize,
     exact: bool,
+    max_isa: Isa,
 }
 
 impl Default for Config {
@@ -176,6 +177,7 @@ impl Default for Config {
         Config {
             max_depth: 1024,
             exact: true,
+            max_isa: Isa::Avx512,
         }
     }
 }
@@ -201,9 +203,19 @@ impl Config {
         self
     }
 
-    /// A gate with this configuration, using the best instruction set this CPU has.
+    /// The most capable instruction set [`Config::build`] may pick (default [`Isa::Avx512`], no cap):
+    /// the gate runs the best kernels this CPU has up to it. `Isa::Avx2` keeps the gate off AVX-512
+    /// (on CPUs that lower their clock for it, or to match another machine's figures);
+    /// `Isa::Portable` runs the portable code. Verdicts are the same on every instruction set.
+    pub fn max_isa(&mut self, isa: Isa) -> &mut Self {
+        self.max_isa = isa;
+        self
+    }
+
+    /// A gate with this configuration, using the best instruction set this CPU has (up to
+    /// [`Config::max_isa`]).
     pub fn build(&self) -> Gate {
-        self.build_inner(Kernels::best())
+        self.build_inner(Kernels::best_up_to(self.max_isa))
     }
 
     /// A gate forced onto `isa`, or `None` when this CPU (or this build) cannot run it. For benches and
@@ -397,5 +409,22 @@ mod tests {
             .offset(),
             5
         );
+    }
+
+    /// `max_isa` caps the detection: the gate runs the most capable available instruction set that
+    /// is not above the cap, whatever the CPU (on an AVX-512 machine, `Avx2` picks AVX2; without
+    /// AVX2, every cap gives the portable code).
+    #[test]
+    fn max_isa_caps_the_detection() {
+        assert_eq!(Gate::new().isa(), Isa::detect());
+        for cap in Isa::ALL {
+            let want = Isa::ALL
+                .into_iter()
+                .rfind(|isa| isa.is_available() && *isa <= cap)
+                .unwrap_or(Isa::Portable);
+            let gate = Config::new().max_isa(cap).build();
+            assert_eq!(gate.isa(), want, "cap {cap:?}");
+        }
+        assert!(Isa::Portable < Isa::Avx2 && Isa::Avx2 < Isa::Avx512);
     }
 }

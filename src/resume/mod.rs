@@ -196,7 +196,7 @@ impl Config {
     pub fn build_with_guard(&self, guard: Guard) -> ResumableStream {
         ResumableStream {
             decoder: self.decoder.build(),
-            gate: Gate::new(),
+            gate: guard.settings().gate(),
             guard,
             config: self.clone(),
             state: State::Open { last_byte: None },
@@ -480,6 +480,12 @@ impl ResumableStream {
     /// The guard (cursor, outstanding requests, counters).
     pub fn guard(&self) -> &Guard {
         &self.guard
+    }
+
+    /// The instruction set the stream's gate runs on: the guard's settings decide it
+    /// ([`guard::Config::max_isa`]).
+    pub fn gate_isa(&self) -> crate::gate::Isa {
+        self.gate.isa()
     }
 
     /// The guard, for a caller that keeps it beyond the stream.

@@ -92,8 +92,10 @@ pub(crate) fn find_line_end(hay: &[u8]) -> Option<usize> {
 }
 
 /// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
-/// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose;
+/// [`Config::max_isa`](crate::gate::Config::max_isa) caps the detection). Ordered from the least to
+/// the most capable: `Portable < Avx2 < Avx512`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Isa {
     /// Portable Rust (SWAR string scanning, byte-at-a-time bracket balancing): always available.
     Portable,
@@ -262,9 +264,18 @@ impl Kernels {
         }
     }
 
-    /// The best kernels this CPU runs.
-    pub(crate) fn best() -> Kernels {
-        Kernels::new(Isa::detect()).unwrap_or(Kernels::Portable)
+    /// The best kernels this CPU runs among those of instruction set `max` or less.
+    pub(crate) fn best_up_to(max: Isa) -> Kernels {
+        let best = Isa::detect();
+        if best <= max {
+            return Kernels::new(best).unwrap_or(Kernels::Portable);
+        }
+        Isa::ALL
+            .into_iter()
+            .rev()
+            .filter(|&isa| isa <= max)
+            .find_map(Kernels::new)
+            .unwrap_or(Kernels::Portable)
     }
 
     /// The instruction set of these kernels.
@@ -734,7 +745,7 @@ mod tests {
         let isa = Isa::detect();
         assert!(isa.is_available());
         assert_eq!(Isa::detect(), isa);
-        assert_eq!(Kernels::best().isa(), isa);
+        assert_eq!(Kernels::best_up_to(Isa::Avx512).isa(), isa);
         if cfg!(any(ssegate_disable_simd, miri, not(target_arch = "x86_64"))) {
             assert_eq!(isa, Isa::Portable);
         }
