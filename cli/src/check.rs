@@ -39,7 +39,7 @@ pub(crate) struct CheckArgs {
     #[arg(long = "request-id", value_name = "ID")]
     request_ids: Vec<String>,
     #[command(flatten)]
-    gate: crate::input::GateArgs,
+    gate: crate::input::GateSettings,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]

@@ -13,7 +13,7 @@ pub(crate) struct GateArgs {
     #[command(flatten)]
     split: SplitArgs,
     #[command(flatten)]
-    gate: input::GateArgs,
+    gate: input::GateSettings,
     /// The JSON text; stdin when absent or `-`.
     file: Option<PathBuf>,
 }

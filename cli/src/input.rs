@@ -19,7 +19,7 @@ pub(crate) struct SplitArgs {
 
 /// The gate's settings on the command line (the library's defaults).
 #[derive(clap::Args, Debug)]
-pub(crate) struct GateArgs {
+pub(crate) struct GateSettings {
     /// The deepest nesting of arrays and objects a message may have; deeper is invalid.
     #[arg(long, value_name = "LEVELS", default_value_t = 1024)]
     pub(crate) max_depth: usize,
@@ -36,7 +36,7 @@ pub(crate) enum IsaArg {
     Avx512,
 }
 
-impl GateArgs {
+impl GateSettings {
     /// The gate's configuration these arguments ask for.
     pub(crate) fn gate(&self) -> ssegate::gate::Config {
         let mut config = ssegate::gate::Config::new();

@@ -52,7 +52,7 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::gate::{Verdict, verdict_of};
+use crate::gate::Verdict;
 use crate::guard::{self, Torn, TornBoundary};
 use crate::message::{Message, RpcId, RpcKind};
 use crate::resume::stream::GuardedStream;
@@ -1097,20 +1097,31 @@ impl Client {
             body.extend_from_slice(&chunk);
         }
         let bytes = Bytes::from(body);
-        let verdict = verdict_of(&bytes);
-        if verdict != Verdict::Complete {
+        // Judged as the guard judges streamed messages (its nesting limit and instruction set).
+        let mut gate = self.inner.config.stream.guard_settings().gate();
+        gate.feed(&bytes);
+        let verdict = gate.verdict();
+        match verdict {
+            Verdict::Complete => {}
             // A cut JSON answer: the response is lost like a cut stream with no ids.
-            return Err(Attempt::Lost(
-                Failure::Refused(TornBoundary {
-                    kind: Torn::Unresumable {
-                        partial_bytes: bytes.len() as u64,
-                        partial_id: None,
-                    },
-                    cursor: None,
-                    outstanding: vec![rpc_id],
-                }),
-                Vec::new(),
-            ));
+            Verdict::Incomplete => {
+                return Err(Attempt::Lost(
+                    Failure::Refused(TornBoundary {
+                        kind: Torn::Unresumable {
+                            partial_bytes: bytes.len() as u64,
+                            partial_id: None,
+                        },
+                        cursor: None,
+                        outstanding: vec![rpc_id],
+                    }),
+                    Vec::new(),
+                ));
+            }
+            // Whole but not one JSON value (or deeper than the guard's limit): the server's answer,
+            // reported as is.
+            Verdict::Trailing | Verdict::Invalid => {
+                return Err(ClientError::Protocol(ProtocolError::JsonBody(verdict)).into());
+            }
         }
         let message = Message::new(Data::from(bytes));
         let peek = message.jsonrpc_peek();

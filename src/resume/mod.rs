@@ -116,10 +116,16 @@ impl Config {
         self
     }
 
-    /// The guard's settings (policy, windows, replay timeout, default retry, session registry).
+    /// The guard's settings (policy, windows, replay timeout, default retry, session registry, the
+    /// gate's nesting limit and instruction-set cap).
     pub fn guard(&mut self, config: guard::Config) -> &mut Self {
         self.guard = config;
         self
+    }
+
+    /// The guard's settings, as [`Config::guard`] set them.
+    pub(crate) fn guard_settings(&self) -> &guard::Config {
+        &self.guard
     }
 
     /// The longest delay a server may ask for with `retry:` or `Retry-After` (default 60 s): a

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use ssegate::client::{Client, ClientConfig, ClientError, Retry};
+use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Retry};
+use ssegate::gate::Verdict;
 use ssegate::guard::Torn;
 use ssegate_testkit::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
 use ssegate_testkit::server::{ServerConfig, ServerMode};
@@ -271,6 +272,47 @@ async fn expired_session_on_post_renegotiates_even_when_not_retryable() {
         let stats = server.stats();
         assert_eq!(stats.streams, 1, "the tool ran once: {stats:?}");
         server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// The guard's nesting limit (`guard::Config::max_depth`) judges JSON answers as it judges streamed
+/// ones: a `tools/list` answer deeper than the limit is refused either way, and accepted under the
+/// default limit.
+#[tokio::test]
+async fn the_guards_nesting_limit_judges_json_and_sse_answers() {
+    tokio::time::timeout(LIMIT, async {
+        for sse in [false, true] {
+            let mut sc = ServerConfig::default();
+            sc.tools_list_sse(sse).retry_ms(5);
+            let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            for (limit, accepted) in [(5, false), (1024, true)] {
+                let mut config = ClientConfig::default();
+                let mut guard = ssegate::guard::Config::default();
+                guard.max_depth(limit);
+                config.guard(guard).max_attempts(1);
+                let client = Client::connect(&server.url(), config).await.unwrap();
+                let list = client.call("tools/list", json!({}), true).await;
+                assert_eq!(list.is_ok(), accepted, "sse={sse} limit={limit}: {list:?}");
+                match list {
+                    // Not JSON (too deep), not a cut answer: a JSON body is the server's answer as
+                    // is, a streamed one a refused message.
+                    Err(ClientError::Protocol(e)) => {
+                        assert!(!sse);
+                        assert_eq!(e, ProtocolError::JsonBody(Verdict::Invalid));
+                    }
+                    Err(e) => {
+                        assert!(sse, "{e}");
+                        let refusal = e.refusal().expect("a refusal");
+                        assert!(matches!(refusal.kind, Torn::InvalidMessage { .. }), "{e}");
+                    }
+                    Ok(_) => {}
+                }
+                client.close().await.unwrap();
+            }
+            server.shutdown().await;
+        }
     })
     .await
     .unwrap();
