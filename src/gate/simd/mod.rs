@@ -266,10 +266,6 @@ impl Kernels {
 
     /// The best kernels this CPU runs among those of instruction set `max` or less.
     pub(crate) fn best_up_to(max: Isa) -> Kernels {
-        let best = Isa::detect();
-        if best <= max {
-            return Kernels::new(best).unwrap_or(Kernels::Portable);
-        }
         Isa::ALL
             .into_iter()
             .rev()
