@@ -317,3 +317,44 @@ async fn the_guards_nesting_limit_judges_json_and_sse_answers() {
     .await
     .unwrap();
 }
+
+/// A whole `application/json` answer is judged as one JSON value: cut JSON is a lost response (the
+/// client may re-issue it), two values run together are the server's protocol error (reported as
+/// is, never re-issued), and trailing whitespace is accepted.
+#[tokio::test]
+async fn a_damaged_json_answer_is_typed_by_its_verdict() {
+    use ssegate_testkit::server::BodyFault;
+    tokio::time::timeout(LIMIT, async {
+        let cases = [
+            (BodyFault::Truncate(40), "lost"),
+            (BodyFault::Append(r#"{"jsonrpc":"2.0"}"#.into()), "trailing"),
+            (BodyFault::Append("]".into()), "trailing"),
+            (BodyFault::Append(" \r\n\t".into()), "ok"),
+        ];
+        for (fault, want) in cases {
+            let mut sc = ServerConfig::default();
+            sc.tools_list_fault(Some(fault.clone()));
+            let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let mut config = ClientConfig::default();
+            config.max_attempts(1);
+            let client = Client::connect(&server.url(), config).await.unwrap();
+            let got = match client.call("tools/list", json!({}), true).await {
+                Ok(_) => "ok",
+                Err(ClientError::Protocol(ProtocolError::JsonBody(Verdict::Trailing))) => {
+                    "trailing"
+                }
+                Err(e) => match e.refusal().map(|r| &r.kind) {
+                    Some(Torn::Unresumable {
+                        partial_id: None, ..
+                    }) => "lost",
+                    _ => panic!("{fault:?}: {e}"),
+                },
+            };
+            assert_eq!(got, want, "{fault:?}");
+            client.close().await.unwrap();
+            server.shutdown().await;
+        }
+    })
+    .await
+    .unwrap();
+}

@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | `POST initialize` | `200` JSON result with the negotiated version ([`ProtocolVersion::negotiate`]), `Mcp-Session-Id` header (a new session) |
 //! | `POST` notification or response (`notifications/initialized`, ...) | `202`, no body |
-//! | `POST tools/list` | `200` JSON (or an SSE stream, [`ServerConfig::tools_list_sse`]) |
+//! | `POST tools/list` | `200` JSON (or an SSE stream, [`ServerConfig::tools_list_sse`]; damaged on request, [`ServerConfig::tools_list_fault`]) |
 //! | `POST tools/call` | `200 text/event-stream`: priming event (id, empty data, `retry`), progress notifications, the result |
 //! | `POST tools/call` with `size` / `count` / `seed` out of range | `200` JSON-RPC error `-32602` |
 //! | `POST ping` / unknown method | `200` JSON result `{}` / JSON-RPC error `-32601` |
@@ -284,6 +284,16 @@ impl FromStr for ServerMode {
     }
 }
 
+/// What [`ServerConfig::tools_list_fault`] does to the `tools/list` JSON answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BodyFault {
+    /// Only the first N bytes are sent: a whole HTTP body whose JSON was cut.
+    Truncate(usize),
+    /// These bytes follow the answer: two values run together, or whitespace.
+    Append(Bytes),
+}
+
 /// Where the server keeps the events it sent, for `GET` + `Last-Event-ID` ([`ServerConfig::store`]).
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -398,6 +408,7 @@ pub struct ServerConfig {
     retry_ms: u64,
     progress_count: u64,
     tools_list_sse: bool,
+    tools_list_fault: Option<BodyFault>,
     max_result_size: usize,
     max_progress_count: u64,
     max_request_bytes: usize,
@@ -425,6 +436,7 @@ impl Default for ServerConfig {
             retry_ms: 250,
             progress_count: 3,
             tools_list_sse: false,
+            tools_list_fault: None,
             max_result_size: 64 << 20,
             max_progress_count: 10_000,
             max_request_bytes: 1 << 20,
@@ -481,6 +493,13 @@ impl ServerConfig {
     /// Answer `tools/list` as an SSE stream instead of JSON.
     pub fn tools_list_sse(&mut self, yes: bool) -> &mut Self {
         self.tools_list_sse = yes;
+        self
+    }
+
+    /// Damage the `tools/list` JSON answer as a broken server or proxy does (default: none). The HTTP
+    /// message stays well formed: its `Content-Length` is the damaged body's.
+    pub fn tools_list_fault(&mut self, fault: Option<BodyFault>) -> &mut Self {
+        self.tools_list_fault = fault;
         self
     }
 
@@ -1210,7 +1229,13 @@ async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Bo
         "tools/list" => {
             let response = json!({"jsonrpc": "2.0", "id": id, "result": tools::tool_list()});
             if !shared.config.tools_list_sse {
-                return json(StatusCode::OK, &response);
+                let mut body = serde_json::to_vec(&response).expect("a JSON value serializes");
+                match &shared.config.tools_list_fault {
+                    Some(BodyFault::Truncate(n)) => body.truncate(*n),
+                    Some(BodyFault::Append(more)) => body.extend_from_slice(more),
+                    None => {}
+                }
+                return full(StatusCode::OK, "application/json", body);
             }
             let data = serde_json::to_vec(&response).expect("a JSON value serializes");
             match one_event_stream(shared, &entry, &data) {
