@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Retry};
+use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Response, Retry};
 use ssegate::gate::Verdict;
 use ssegate::guard::Torn;
 use ssegate_testkit::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
@@ -277,6 +277,21 @@ async fn expired_session_on_post_renegotiates_even_when_not_retryable() {
     .unwrap();
 }
 
+/// `tools/list` in a fresh session of a loopback server with the settings `sc`, the client
+/// (`config`) making one attempt; the server is gone when the answer is returned.
+async fn list_tools_once(
+    sc: &ServerConfig,
+    mut config: ClientConfig,
+) -> Result<Response, ClientError> {
+    let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    config.max_attempts(1);
+    let client = Client::connect(&server.url(), config).await.unwrap();
+    let list = client.call("tools/list", json!({}), true).await;
+    client.close().await.unwrap();
+    server.shutdown().await;
+    list
+}
+
 /// The guard's nesting limit (`guard::Config::max_depth`) judges JSON answers as it judges streamed
 /// ones: a `tools/list` answer deeper than the limit is refused either way, and accepted under the
 /// default limit.
@@ -286,14 +301,12 @@ async fn the_guards_nesting_limit_judges_json_and_sse_answers() {
         for sse in [false, true] {
             let mut sc = ServerConfig::default();
             sc.tools_list_sse(sse).retry_ms(5);
-            let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
             for (limit, accepted) in [(5, false), (1024, true)] {
                 let mut config = ClientConfig::default();
                 let mut guard = ssegate::guard::Config::default();
                 guard.max_depth(limit);
-                config.guard(guard).max_attempts(1);
-                let client = Client::connect(&server.url(), config).await.unwrap();
-                let list = client.call("tools/list", json!({}), true).await;
+                config.guard(guard);
+                let list = list_tools_once(&sc, config).await;
                 assert_eq!(list.is_ok(), accepted, "sse={sse} limit={limit}: {list:?}");
                 match list {
                     // Not JSON (too deep), not a cut answer: a JSON body is the server's answer as
@@ -309,9 +322,7 @@ async fn the_guards_nesting_limit_judges_json_and_sse_answers() {
                     }
                     Ok(_) => {}
                 }
-                client.close().await.unwrap();
             }
-            server.shutdown().await;
         }
     })
     .await
@@ -334,11 +345,7 @@ async fn a_damaged_json_answer_is_typed_by_its_verdict() {
         for (fault, want) in cases {
             let mut sc = ServerConfig::default();
             sc.tools_list_fault(Some(fault.clone()));
-            let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
-            let mut config = ClientConfig::default();
-            config.max_attempts(1);
-            let client = Client::connect(&server.url(), config).await.unwrap();
-            let got = match client.call("tools/list", json!({}), true).await {
+            let got = match list_tools_once(&sc, ClientConfig::default()).await {
                 Ok(_) => "ok",
                 Err(ClientError::Protocol(ProtocolError::JsonBody(Verdict::Trailing))) => {
                     "trailing"
@@ -351,8 +358,6 @@ async fn a_damaged_json_answer_is_typed_by_its_verdict() {
                 },
             };
             assert_eq!(got, want, "{fault:?}");
-            client.close().await.unwrap();
-            server.shutdown().await;
         }
     })
     .await
