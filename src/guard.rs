@@ -31,11 +31,24 @@
 //!   timeout) while a response is outstanding ([`Torn::ReplayMissed`]).
 //!
 //! Event ids are opaque: they are compared for equality (as seeded hashes) and ordered only once a
-//! stream's message ids have shown one numbered shape (`17`, `17/<stream>`, `<stream>-17`,
-//! `<ms>-<seq>`) at least twice, strictly increasing on one stream part. Numbers need not be
+//! stream's ids have shown one numbered shape (`17`, `17/<stream>`, `<stream>-17`, `<ms>-<seq>`) at
+//! least twice, strictly increasing on one stream part. The ids of the first connection count,
+//! priming ids included; uuids (`8-4-4-4-12` hex) never parse as a shape. Numbers need not be
 //! contiguous (MCP servers may number all streams of a session with one counter); "exactly
-//! `cursor + 1`" is required only with [`Config::contiguous_ids`]. A priming event (empty data, an
-//! id) moves the cursor and proves nothing either way, wherever it comes.
+//! `cursor + 1`" is required only with [`Config::contiguous_ids`]. After a resume a single earlier
+//! id is evidence enough when the shape names its stream: a message id of the same shape naming
+//! another stream (`5/B` after `0/A`, `B-5` after `A-0`) is another stream's event, and the same
+//! stream going back is a restart. A priming event's content (empty) proves nothing either way,
+//! wherever it comes.
+//!
+//! # What the ids cannot show
+//!
+//! Opaque ids (uuids, `<stream>_<ms>_<random>`) and ids without a stream part (`17`, one counter
+//! for the session) carry no stream identity: a server that answers a resume with another
+//! stream's new events under such ids is indistinguishable, by its ids, from one that continues.
+//! What still catches it is content: an event id already seen with other content, a message
+//! already delivered under a new id as the first message after the resume, and a second response
+//! to a request the session already answered with other content.
 //!
 //! # Decision table (as built)
 //!
@@ -61,6 +74,7 @@
 //! | first message after a resume | its content equals a message in the window, under a new id | `StreamRestarted(MessageRepeated)` |
 //! | first event with an id after a resume, [`Config::contiguous_ids`] | not `cursor + 1` in the cursor's shape | `Gap` |
 //! | message after any resume | numbered stream: id not above the highest / other stream part | `StreamRestarted(Backwards / OtherStream)` |
+//! | message after any resume | one earlier id (a priming one counts) of `N/<stream>` or `<stream>-N` shape: same stream not above it / another stream part | `StreamRestarted(Backwards / OtherStream)` |
 //!
 //! "Outstanding" means registered with [`Guard::expect_response`] and not answered anywhere in
 //! the session's [`Registry`] (nor forgotten): a response delivered on another stream of the
@@ -89,7 +103,8 @@ use crate::hash::{Xxh3, xxh3_64};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};
 use crate::sse::{Data, DecodeError, Decoder, Event, PartialEvent};
 
-use ids::{Shape, Window, not_next, random_seed};
+pub(crate) use ids::random_seed;
+use ids::{Shape, Window, not_next};
 pub use registry::Registry;
 use registry::Response;
 
@@ -917,10 +932,17 @@ impl Guard {
             let key = own_id.as_ref().map(|_| key);
             return self.on_message(event, verdict, own_id, key, hash, rpc);
         };
-        // A priming event: it moves the cursor and proves nothing, wherever it comes.
+        // A priming event: it moves the cursor and proves nothing about the content, wherever it
+        // comes.
         self.conn.events += 1;
         if let Some(seen) = self.recent.get(key) {
             return self.replayed(id, seen, hash);
+        }
+        // Its id shows the stream's id shape before any cut (`0/A` then `1/A`; a lone `0/A` before
+        // a result), so that a resume answered with another stream's ids is evidence. After a
+        // resume a fresh priming id proves nothing (some servers open every connection with one).
+        if !self.ever_resumed {
+            let _ = self.shape.observe(id, false);
         }
         if matches!(self.phase, Phase::Verifying { .. }) {
             self.check_contiguous(id)?;

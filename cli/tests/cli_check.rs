@@ -117,7 +117,8 @@ fn a_truncated_capture_is_an_input_error() {
     assert!(stderr.contains("announces 999 bytes"), "{stderr}");
 }
 
-/// The captures of issue 14's false refusals are accepted; the faulty servers' still refuse.
+/// Captures of correct servers that once were falsely refused are accepted; faulty servers' are
+/// refused (another stream's events after a resume among them).
 #[test]
 fn field_captures_accept_correct_servers_and_refuse_faulty_ones() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/captures");
@@ -127,6 +128,8 @@ fn field_captures_accept_correct_servers_and_refuse_faulty_ones() {
         ("uuid-digit-groups.sse", true),
         ("faulty-restart.sse", false),
         ("faulty-skips-interrupted.sse", false),
+        ("foreign-stream.sse", false),
+        ("foreign-stream-after-priming.sse", false),
     ] {
         let capture = std::fs::read(format!("{dir}/{file}"))
             .unwrap_or_else(|e| panic!("{file} must exist under tests/data/captures: {e}"));

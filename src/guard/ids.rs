@@ -141,9 +141,23 @@ fn digits(b: &[u8]) -> Option<u64> {
     Some(b.iter().fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0')))
 }
 
-/// Parses `id` as one of the numbered shapes, or `None` (an opaque id).
+/// Whether `id` is a uuid in its text form (`8-4-4-4-12` hex digits): random, so opaque even
+/// when its last group happens to be all digits (it would otherwise read as `<stream>-<n>` with a
+/// random stream part per event).
+fn is_uuid(id: &[u8]) -> bool {
+    id.len() == 36
+        && id.iter().enumerate().all(|(i, &b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+/// Parses `id` as one of the numbered shapes, or `None` (an opaque id, uuids included).
 pub(crate) fn seq(id: &[u8]) -> Option<Seq> {
     let stream = |part: &[u8]| crate::hash::xxh3_64(part);
+    if is_uuid(id) {
+        return None;
+    }
     if let Some(n) = digits(id) {
         return Some(Seq {
             shape: 0,
@@ -183,13 +197,21 @@ impl Seq {
     fn same_stream(self, other: Seq) -> bool {
         self.shape == other.shape && self.stream == other.stream
     }
+
+    /// Both ids have a shape that names its stream (`17/<stream>`, `<stream>-17`), and the names
+    /// differ.
+    fn other_stream(self, other: Seq) -> bool {
+        matches!(self.shape, 1 | 2) && self.shape == other.shape && self.stream != other.stream
+    }
 }
 
-/// What the stream's message ids have shown so far. Order is inferred in `Numbered`: two or more
-/// ids of one shape and stream part, strictly increasing (and, after a resume, from one id: a later
-/// id of the same shape and stream part that does not increase). Any id that breaks that on a first
-/// connection makes the stream opaque for good (the ids only looked numbered, like a uuid whose
-/// last group is all digits); after a resume the same break is a restart.
+/// What the stream's ids have shown so far (its message ids, and the priming ids of its first
+/// connection). Order is inferred in `Numbered`: two or more ids of one shape and stream part,
+/// strictly increasing. After a resume, one id is evidence enough for two rules: a later id of the
+/// same shape and stream part that does not increase goes back, and an id of the same shape that
+/// names another stream (`5/B` after `0/A`, `B-5` after `A-0`) belongs to another stream. Any id
+/// that breaks that on a first connection makes the stream opaque for good (the ids only looked
+/// numbered); after a resume the same break is a restart.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) enum Shape {
     #[default]
@@ -218,10 +240,14 @@ impl Shape {
                     *self = Shape::Numbered(s);
                     return None;
                 }
-                // One id does not make a numbered stream, but the same stream part going back
-                // cannot be a coincidence of opaque ids (two uuids never share their first groups).
+                // One id does not make a numbered stream, but after a resume the same stream part
+                // going back, or a stream part named differently in the same shape, cannot be a
+                // coincidence of opaque ids (uuids never parse as a shape).
                 if resumed && a.same_stream(s) {
                     return Some(Restart::Backwards);
+                }
+                if resumed && a.other_stream(s) {
+                    return Some(Restart::OtherStream);
                 }
                 *self = Shape::Opaque;
                 None

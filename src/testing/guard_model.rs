@@ -15,7 +15,9 @@
 //!   finishes with every message delivered exactly once; under [`Policy::Strict`] it is refused
 //!   only for a cut inside an event;
 //! - a server that answers a needed resume with nothing (empty `200`, or held open) is refused;
-//!   one that reuses an id with other content is refused, and so is a second, different response.
+//!   one that reuses an id with other content is refused, and so is a second, different response;
+//!   one that answers with another stream's events is refused when its ids name their stream
+//!   (`<n>/<stream>`, `<stream>-<n>`) and any id arrived before the cut.
 //!
 //! The only excuse is information the client cannot have: with opaque ids and a cut whose
 //! interrupted event's `id:` line had not arrived, a server that swaps two new events is
@@ -90,6 +92,12 @@ impl Ids {
     pub fn is_opaque(self) -> bool {
         matches!(self, Ids::Uuid | Ids::UuidDigits | Ids::Ts)
     }
+
+    /// Ids that name their stream in a numbered shape (`<n>/<stream>`, `<stream>-<n>`): one id
+    /// before a cut tells this stream's events from another's.
+    pub fn name_the_stream(self) -> bool {
+        matches!(self, Ids::Rmcp | Ids::Dashed)
+    }
 }
 
 /// When the server sends priming events (empty data, a fresh id).
@@ -144,10 +152,14 @@ pub enum Behaviour {
     ReuseId,
     /// Continues correctly, then sends a second, different response to the call under a new id.
     SecondResponse,
+    /// Answers with another stream's new events (a store shared across sessions that names
+    /// streams by request id): its own progress and a different result for the same request id,
+    /// under that stream's ids, which go on from where that stream's counter is.
+    ForeignStream,
 }
 
 impl Behaviour {
-    const ALL: [Behaviour; 12] = [
+    const ALL: [Behaviour; 13] = [
         Behaviour::Correct,
         Behaviour::ResendLast,
         Behaviour::ResendSeen,
@@ -160,6 +172,7 @@ impl Behaviour {
         Behaviour::SkipInterrupted,
         Behaviour::ReuseId,
         Behaviour::SecondResponse,
+        Behaviour::ForeignStream,
     ];
 
     /// Whether this is a correct server behaviour.
@@ -539,6 +552,18 @@ impl Server {
                 evs: self.log.get(i + 2..).unwrap_or(&[]).to_vec(),
                 faithful: false,
             },
+            Behaviour::ForeignStream => {
+                let mut other = self.idgen.restarted();
+                other.n += 5;
+                let foreign = [
+                    progress_message(500 + i),
+                    result_message(messages[messages.len() - 1].len() + 7),
+                ];
+                Reply::Events {
+                    evs: build_log(&mut other, false, &foreign),
+                    faithful: false,
+                }
+            }
             Behaviour::SecondResponse => {
                 let mut evs = self.log[i + 1..].to_vec();
                 evs.push(Ev {
@@ -784,6 +809,20 @@ pub fn check(s: &Scenario) -> Result<(), String> {
         .iter()
         .chain(&out.delivered_elsewhere)
         .collect();
+    let resumed_for_response =
+        out.event_before_cut && out.response_outstanding_at_cut && !(s.strict && out.mid_event_cut);
+    if s.behaviour == Behaviour::ForeignStream {
+        // Ids that name their stream prove the resume is another stream's: refused (as another
+        // stream, or as a gap when the interrupted event's id was known) before any of its
+        // messages is delivered. Other ids carry no stream identity (see the guard's docs):
+        // the client cannot tell, and the model states nothing more.
+        if resumed_for_response && s.ids.name_the_stream() && out.refused.is_none() {
+            return fail("another stream's events after a resume were not refused");
+        }
+        if !s.ids.name_the_stream() {
+            return Ok(());
+        }
+    }
     if let Some(d) = all.iter().find(|d| !msgs.contains(d)) {
         return fail(&format!(
             "delivered a message the server never sent (torn?): {d:?}"
@@ -827,8 +866,6 @@ pub fn check(s: &Scenario) -> Result<(), String> {
         }
         return Ok(());
     }
-    let resumed_for_response =
-        out.event_before_cut && out.response_outstanding_at_cut && !(s.strict && out.mid_event_cut);
     let silent = matches!(s.behaviour, Behaviour::EmptyBody | Behaviour::HeldOpen);
     if resumed_for_response && silent && !matches!(out.refused, Some(Torn::ReplayMissed { .. })) {
         return fail("an empty or silent resume was not refused");
