@@ -71,6 +71,12 @@ use crate::sse;
 /// (in the implementation-defined server error range).
 pub const REFUSED: i32 = -32_050;
 
+/// Now, on tokio's clock: the clock the driver's timers sleep on (so `tokio::time::pause` drives
+/// it too).
+fn clock_now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
 /// The key under `error.data` that holds ssegate's refusal details.
 const DATA_KEY: &str = "ssegate";
 
@@ -402,7 +408,7 @@ impl GuardedHttpClient {
             if resuming {
                 // Run the core's schedule: its delay (the server's `retry`, `Retry-After`,
                 // backoff), then its reconnect, or its failure.
-                let now = Instant::now();
+                let now = clock_now();
                 match stream.poll() {
                     Some(Output::Reconnect(r)) => last_event_id = r.last_event_id,
                     Some(Output::Failed(failure)) => {
@@ -414,7 +420,7 @@ impl GuardedHttpClient {
                         match stream.poll_timeout() {
                             Some(at) => {
                                 tokio::time::sleep_until(at.into()).await;
-                                stream.handle_timeout(Instant::now().max(now));
+                                stream.handle_timeout(clock_now().max(now));
                             }
                             // Nothing scheduled: the stream is done.
                             None => return Err(StreamableHttpError::UnexpectedEndOfStream),
@@ -441,7 +447,7 @@ impl GuardedHttpClient {
                 Ok(r) => r,
                 Err(e) if resuming => {
                     debug!(error = %e, "resume failed before a response head");
-                    stream.reconnect_failed(Instant::now());
+                    stream.reconnect_failed(clock_now());
                     continue;
                 }
                 Err(e) => return Err(StreamableHttpError::Client(Error::Http(e))),
@@ -477,7 +483,7 @@ impl GuardedHttpClient {
                 head(header::CONTENT_TYPE),
                 SystemTime::now(),
             );
-            match stream.reconnect_response(&answer, Instant::now()) {
+            match stream.reconnect_response(&answer, clock_now()) {
                 Answer::Read => {
                     let body = response.bytes_stream().boxed();
                     return Ok(
@@ -658,7 +664,7 @@ impl Drive {
                 Some(at) => tokio::time::timeout_at(at.into(), body.next()).await.ok(),
                 None => Some(body.next().await),
             };
-            let now = Instant::now();
+            let now = clock_now();
             match next {
                 None => stream.handle_timeout(now),
                 Some(Some(Ok(chunk))) => stream.feed(chunk, now),
@@ -703,6 +709,11 @@ impl Drive {
                 }));
             }
             Output::Skip(skip) => debug!(?skip, "guard skipped an event"),
+            // The dropped event may have been an outstanding response: nothing will come in its
+            // place, so the request fails now, naming the limit.
+            Output::Dropped(refusal) if !refusal.outstanding.is_empty() => {
+                self.on_failed(Failure::Refused(refusal));
+            }
             Output::Dropped(refusal) => debug!(%refusal, "decoder dropped an event"),
             Output::Disconnected(resume) => {
                 debug!(delay = ?resume.delay, "stream disconnected; parked for rmcp's reconnect");

@@ -164,10 +164,71 @@ fn an_idle_connection_is_a_cut_to_resume() {
 }
 
 #[test]
+fn no_reconnect_comes_sooner_than_the_jittered_floor_whatever_the_server_asks() {
+    // `retry: 0` and an immediate reconnect failure: without a floor, a reconnect storm.
+    let floor = Duration::from_millis(200);
+    let mut config = Config::default();
+    config.min_delay(floor).backoff(Duration::ZERO);
+    let mut s = stream_with(&mut config);
+    let t0 = Instant::now();
+    s.feed(Bytes::from_static(b"retry: 0\n"), t0);
+    cut_after_priming(&mut s, t0, b"p");
+    let mut now = t0;
+    let mut waits = Vec::new();
+    let mut before = now;
+    let _ = next_reconnect(&mut s, &mut now);
+    waits.push(now - before);
+    for _ in 0..4 {
+        s.reconnect_failed(now);
+        before = now;
+        let _ = next_reconnect(&mut s, &mut now);
+        waits.push(now - before);
+    }
+    for w in &waits {
+        assert!(*w >= floor && *w <= floor * 3 / 2, "{w:?} outside [{floor:?}, 1.5x]");
+    }
+    // Jittered: not all the same.
+    assert!(waits.windows(2).any(|w| w[0] != w[1]), "{waits:?}");
+    // The floor never exceeds the clamp.
+    let mut config = Config::default();
+    config.min_delay(Duration::from_secs(10)).max_delay(Duration::from_secs(1));
+    let mut s = stream_with(&mut config);
+    cut_after_priming(&mut s, t0, b"p");
+    let mut now = t0;
+    let _ = next_reconnect(&mut s, &mut now);
+    assert_eq!(now - t0, Duration::from_secs(1));
+}
+
+#[test]
+fn two_default_configurations_back_off_on_different_schedules() {
+    // The jitter is seeded from the OS: a fleet cut by one server restart does not come back in
+    // lockstep.
+    let schedule = || {
+        let mut config = Config::default();
+        config.backoff(Duration::from_millis(100));
+        let mut s = stream_with(&mut config);
+        let t0 = Instant::now();
+        cut_after_priming(&mut s, t0, b"p");
+        let mut now = t0;
+        let mut at = vec![];
+        let _ = next_reconnect(&mut s, &mut now);
+        at.push(now - t0);
+        for _ in 0..3 {
+            s.reconnect_failed(now);
+            let _ = next_reconnect(&mut s, &mut now);
+            at.push(now - t0);
+        }
+        at
+    };
+    assert_ne!(schedule(), schedule());
+}
+
+#[test]
 fn failed_reconnects_back_off_with_jitter_then_give_up() {
     let mut config = Config::default();
     config
         .backoff(Duration::from_millis(100))
+        .min_delay(Duration::ZERO)
         .max_reconnect_attempts(4);
     let mut s = stream_with(&mut config);
     let t0 = Instant::now();

@@ -105,3 +105,53 @@ async fn failed_reconnects_are_retried_then_reported() {
     );
     assert_eq!(*calls.lock().unwrap(), 3);
 }
+
+#[tokio::test]
+async fn an_event_dropped_over_a_limit_while_the_response_is_outstanding_ends_the_stream_at_once() {
+    // A hostile server's endless data line: the decoder drops it at its limit and then skips
+    // bytes forever, so the response can never arrive. The stream must fail at once, naming the
+    // limit, and stop reading.
+    let mut limits = ssegate::sse::Config::default();
+    limits.max_line(1 << 20).max_event(1 << 20);
+    let mut c = config();
+    c.decoder(limits);
+    let mut stream = c.build();
+    stream.expect_response(RpcId::Number(1));
+    let pulled = Arc::new(Mutex::new(0usize));
+    let count = pulled.clone();
+    let prefix = Bytes::from_static(b"id: 0\ndata:\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"");
+    let filler = Bytes::from(vec![b'x'; 64 << 10]);
+    type DynBody =
+        std::pin::Pin<Box<dyn futures::Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
+    let endless: DynBody = Box::pin(
+        futures::stream::iter([Ok::<_, std::io::Error>(prefix)]).chain(
+            futures::stream::repeat_with(move || {
+                *count.lock().unwrap() += 1;
+                Ok(filler.clone())
+            }),
+        ),
+    );
+    let reconnect = |_r: Reconnect| async move {
+        let none: DynBody = Box::pin(body(&[]));
+        Ok::<_, std::io::Error>((ReconnectResponse::event_stream(), none))
+    };
+    let mut guarded = GuardedStream::new(stream, endless, reconnect);
+    let first = tokio::time::timeout(Duration::from_secs(10), guarded.next())
+        .await
+        .expect("the stream must fail, not read forever");
+    match first {
+        Some(Err(Failure::Refused(e))) => {
+            assert!(
+                matches!(e.kind, guard::Torn::DecodeLimit { .. }),
+                "{e}"
+            );
+            assert_eq!(e.outstanding, [RpcId::Number(1)]);
+            assert!(e.to_string().contains("1048576"), "{e}");
+        }
+        other => panic!("expected the decode limit, got {other:?}"),
+    }
+    assert!(guarded.next().await.is_none(), "the failure is the last item");
+    // Read up to the limit and a chunk past it, not on and on.
+    let pulled = *pulled.lock().unwrap();
+    assert!(pulled <= 18, "{pulled} chunks of 64 KiB read");
+}

@@ -15,6 +15,28 @@
 //! `idempotentHint` may run twice, and the caller may mark a call retryable ([`Retry::Always`]).
 //! Otherwise a lost stream is [`ClientError::OutcomeUnknown`]: the server may have run the tool.
 //!
+//! # A hostile or broken server
+//!
+//! Every read of a server's bytes is bounded and every call has a deadline by default:
+//!
+//! | limit | default | setting |
+//! | --- | --- | --- |
+//! | a call, resumes and re-issues included | 600 s | [`ClientConfig::call_timeout`], [`CallOptions::timeout`] |
+//! | a connection that brings no byte is resumed | 300 s | [`ClientConfig::idle_timeout`] |
+//! | an error answer's body (then the connection is dropped) | 1 KiB | [`ClientConfig::max_error_body`] |
+//! | an `application/json` answer (held as received, never doubled) | 64 MiB | [`ClientConfig::max_json_body`] |
+//! | one SSE event (the decoder's limits) | 64 MiB | [`ClientConfig::decoder`] |
+//! | the delay before any reconnect | 250 ms (jittered up to +50 %) to 60 s | [`resume::Config::min_delay`], [`resume::Config::max_delay`] |
+//! | redirects followed | none | [`ClientConfig::redirects`] |
+//!
+//! An event dropped over a decoder limit while the call's response is outstanding fails the call
+//! at once, naming the limit (the dropped event may have been the response). A redirect is a
+//! typed error ([`ClientError::Redirect`]) unless [`Redirects::Follow`] is set, and then no
+//! configured header, session id or protocol header goes to another origin. A response head the
+//! server got wrong (malformed, too large) is [`ClientError::InvalidResponse`]: never re-issued,
+//! never reported as a cut stream. A `429`/`503` answer to a call that is safe to repeat is retried
+//! after its (clamped) `Retry-After`, within the call's deadline.
+//!
 //! Requests the server sends on a response stream (`ping`, `sampling/createMessage`,
 //! `elicitation/create`, `roots/list`) go to the application's [`Handler`] and are answered with a
 //! POST (`ping` is answered by default); notifications (progress, logging, list changes) go to
@@ -66,6 +88,9 @@ pub const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 /// The newest protocol version with `Last-Event-ID` resumption, offered by default.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// Messages of a call's stream kept for [`ClientError::OutcomeUnknown`] (the rest are counted and
+/// handed to the [`Handler`] only).
+const MAX_RECEIVED: usize = 64;
 
 type Body = Pin<Box<dyn Stream<Item = Result<Bytes, ClientError>> + Send>>;
 
@@ -82,6 +107,32 @@ pub enum Retry {
     /// Always: the caller knows the call may run twice.
     Always,
 }
+
+/// What the client does with a redirect (`3xx` + `Location`). MCP Streamable HTTP has no
+/// redirects in its protocol, so none is followed by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Redirects {
+    /// A redirect is [`ClientError::Redirect`], naming its status and location (default).
+    #[default]
+    Refuse,
+    /// `307` and `308` (method and body kept) are followed, up to `max_hops` hops. Hops within the
+    /// endpoint's origin (scheme, host and port) keep every header; from the first hop to another
+    /// origin on, every header configured with [`ClientConfig::header`] or
+    /// [`ClientConfig::bearer_token`], the `Mcp-Session-Id` and the `MCP-Protocol-Version` are
+    /// left out. Other redirect statuses (`301`, `302`, `303`: the method would change) stay
+    /// [`ClientError::Redirect`].
+    Follow {
+        /// Most hops followed for one request; one more is [`ClientError::TooManyRedirects`].
+        max_hops: u32,
+    },
+}
+
+/// Default of [`ClientConfig::call_timeout`]: room for a 4 MiB result at 7 KB/s, with resumes.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Default of [`ClientConfig::max_error_body`].
+pub const DEFAULT_MAX_ERROR_BODY: usize = 1024;
 
 /// Per-call options for [`Client::call_with`].
 #[derive(Clone, Debug, Default)]
@@ -105,7 +156,8 @@ impl CallOptions {
         self
     }
 
-    /// A deadline for the whole call, resumes and renegotiations included (default: none).
+    /// A deadline for the whole call, resumes and renegotiations included (default: the client's
+    /// [`ClientConfig::call_timeout`]).
     pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
         self.timeout = Some(timeout);
         self
@@ -172,7 +224,10 @@ pub struct ClientConfig {
     protocol_version: String,
     max_attempts: u32,
     connect_timeout: Duration,
+    call_timeout: Option<Duration>,
     pub(crate) max_json_body: usize,
+    max_error_body: usize,
+    redirects: Redirects,
     client_name: String,
     reuse_connections: bool,
     proxy: Option<String>,
@@ -187,14 +242,17 @@ impl fmt::Debug for ClientConfig {
             .field("roots", &self.roots.len())
             .field("protocol_version", &self.protocol_version)
             .field("max_attempts", &self.max_attempts)
+            .field("call_timeout", &self.call_timeout)
+            .field("redirects", &self.redirects)
             .finish_non_exhaustive()
     }
 }
 
 impl Default for ClientConfig {
-    /// The resumable stream's defaults (replay timeout 10 s, server delays clamped to 60 s),
-    /// protocol `2025-11-25`, 3 attempts per call, a 10 s connect timeout, JSON bodies up to
-    /// 64 MiB, pooled connections, the platform's TLS roots, [`DefaultHandler`].
+    /// The resumable stream's defaults (replay timeout 10 s, idle timeout 300 s, reconnect delays
+    /// between 250 ms and 60 s), protocol `2025-11-25`, 3 attempts per call, a 10 s connect
+    /// timeout, a 600 s deadline per call, JSON bodies up to 64 MiB, error bodies read up to
+    /// 1 KiB, no redirects, pooled connections, the platform's TLS roots, [`DefaultHandler`].
     fn default() -> Self {
         ClientConfig {
             stream: resume::Config::default(),
@@ -204,7 +262,10 @@ impl Default for ClientConfig {
             protocol_version: PROTOCOL_VERSION.to_owned(),
             max_attempts: 3,
             connect_timeout: Duration::from_secs(10),
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
             max_json_body: 64 << 20,
+            max_error_body: DEFAULT_MAX_ERROR_BODY,
+            redirects: Redirects::Refuse,
             client_name: "ssegate".to_owned(),
             reuse_connections: true,
             proxy: None,
@@ -232,15 +293,16 @@ impl ClientConfig {
         self
     }
 
-    /// How long a resumed connection may bring no byte while a response is outstanding.
+    /// How long a resumed connection may bring no byte while a response is outstanding (the
+    /// guard's other settings are kept).
     pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
-        let mut guard = guard::Config::default();
+        let mut guard = self.stream.guard_settings().clone();
         guard.replay_timeout(timeout);
         self.stream.guard(guard);
         self
     }
 
-    /// A connection that brings no byte for this long is resumed (default: none).
+    /// A connection that brings no byte for this long is resumed (default 300 s; `None`: never).
     pub fn idle_timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
         self.stream.idle_timeout(timeout);
         self
@@ -291,9 +353,31 @@ impl ClientConfig {
         self
     }
 
-    /// Largest `application/json` answer (default 64 MiB).
+    /// Largest `application/json` answer (default 64 MiB). The answer is held as its chunks
+    /// arrived, never copied into a growing buffer, so memory stays near the answer's size.
     pub fn max_json_body(&mut self, bytes: usize) -> &mut Self {
         self.max_json_body = bytes;
+        self
+    }
+
+    /// How much of an error answer's body is read for [`ClientError::Status`] (default 1 KiB);
+    /// the rest is never read and the connection is dropped.
+    pub fn max_error_body(&mut self, bytes: usize) -> &mut Self {
+        self.max_error_body = bytes;
+        self
+    }
+
+    /// A deadline for every call, resumes, renegotiations and re-issues included, and for
+    /// [`Client::connect`] and [`Client::close`] (default 600 s; `None`: none).
+    /// [`CallOptions::timeout`] overrides it for one call.
+    pub fn call_timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// What to do with redirects (default [`Redirects::Refuse`]).
+    pub fn redirects(&mut self, redirects: Redirects) -> &mut Self {
+        self.redirects = redirects;
         self
     }
 
@@ -374,6 +458,8 @@ pub enum ProtocolError {
     Unsendable(&'static str),
 }
 
+impl std::error::Error for ProtocolError {}
+
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -413,8 +499,32 @@ pub enum ClientError {
         during: &'static str,
         /// The status code.
         status: u16,
-        /// The start of the body, lossy UTF-8.
+        /// The start of the body (at most [`ClientConfig::max_error_body`] bytes), lossy UTF-8.
         body: String,
+    },
+    /// The server answered with a redirect the client does not follow ([`Redirects`]).
+    Redirect {
+        /// What the client was doing.
+        during: &'static str,
+        /// The status code (`3xx`).
+        status: u16,
+        /// The `Location` header, if any.
+        location: Option<String>,
+    },
+    /// More redirects than [`Redirects::Follow`] allows.
+    TooManyRedirects {
+        /// What the client was doing.
+        during: &'static str,
+        /// Hops followed.
+        hops: u32,
+    },
+    /// The server's response head is not valid HTTP (malformed, or larger than the HTTP stack
+    /// accepts). Not a cut: the request is not re-issued.
+    InvalidResponse {
+        /// What the client was doing.
+        during: &'static str,
+        /// reqwest's error (its source chain names the HTTP parser's complaint).
+        source: reqwest::Error,
     },
     /// The server's answer breaks the protocol.
     Protocol(ProtocolError),
@@ -425,6 +535,8 @@ pub enum ClientError {
         failure: Box<Failure>,
         /// Attempts made.
         attempts: u32,
+        /// The last transport error on the stream (a failed body or reconnect), if any.
+        transport: Option<Box<ClientError>>,
     },
     /// The stream was lost and the call is not known to be safe to re-issue: the server may have
     /// run it. Nothing was re-issued.
@@ -433,8 +545,11 @@ pub enum ClientError {
         failure: Box<Failure>,
         /// The method (and tool, for `tools/call`).
         method: String,
-        /// Messages received for the call before the loss (progress notifications...).
+        /// Messages received for the call before the loss (progress notifications...): the
+        /// first 64.
         received: Vec<Message>,
+        /// The last transport error on the stream (a failed body or reconnect), if any.
+        transport: Option<Box<ClientError>>,
     },
     /// The call's deadline passed.
     Timeout(Duration),
@@ -458,17 +573,56 @@ impl fmt::Display for ClientError {
                 status,
                 body,
             } => write!(f, "{during} answered {status}: {body}"),
-            ClientError::Protocol(e) => write!(f, "protocol error: {e}"),
-            ClientError::Refused { failure, attempts } => {
-                write!(f, "refused after {attempts} attempt(s): {failure}")
-            }
-            ClientError::OutcomeUnknown {
-                failure, method, ..
+            ClientError::Redirect {
+                during,
+                status,
+                location,
             } => write!(
                 f,
-                "{method}: the stream was lost and the call is not safe to re-issue; the server may \
-                 have run it (outcome unknown): {failure}"
+                "{during} answered {status}, a redirect to {}, which is not followed (MCP has no \
+                 redirects; see ClientConfig::redirects)",
+                location.as_deref().unwrap_or("(no Location)")
             ),
+            ClientError::TooManyRedirects { during, hops } => {
+                write!(f, "{during}: more than {hops} redirects")
+            }
+            ClientError::InvalidResponse { during, source } => {
+                write!(f, "invalid response during {during}: {source}")?;
+                let mut cause = std::error::Error::source(source);
+                while let Some(c) = cause {
+                    write!(f, ": {c}")?;
+                    cause = c.source();
+                }
+                Ok(())
+            }
+            ClientError::Protocol(e) => write!(f, "protocol error: {e}"),
+            ClientError::Refused {
+                failure,
+                attempts,
+                transport,
+            } => {
+                write!(f, "refused after {attempts} attempt(s): {failure}")?;
+                if let Some(t) = transport {
+                    write!(f, "; last transport error: {t}")?;
+                }
+                Ok(())
+            }
+            ClientError::OutcomeUnknown {
+                failure,
+                method,
+                transport,
+                ..
+            } => {
+                write!(
+                    f,
+                    "{method}: the stream was lost and the call is not safe to re-issue; the server \
+                     may have run it (outcome unknown): {failure}"
+                )?;
+                if let Some(t) = transport {
+                    write!(f, "; last transport error: {t}")?;
+                }
+                Ok(())
+            }
             ClientError::Timeout(after) => {
                 write!(f, "the call timed out after {} ms", after.as_millis())
             }
@@ -479,7 +633,10 @@ impl fmt::Display for ClientError {
 impl std::error::Error for ClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ClientError::Http { source, .. } => Some(source),
+            ClientError::Http { source, .. } | ClientError::InvalidResponse { source, .. } => {
+                Some(source)
+            }
+            ClientError::Protocol(e) => Some(e),
             ClientError::Refused { failure, .. } | ClientError::OutcomeUnknown { failure, .. } => {
                 Some(&**failure)
             }
@@ -500,7 +657,27 @@ impl ClientError {
     }
 
     fn http(during: &'static str) -> impl Fn(reqwest::Error) -> ClientError {
-        move |source| ClientError::Http { during, source }
+        move |source| ClientError::from_reqwest(during, source)
+    }
+
+    /// reqwest's error, typed: a response head the HTTP parser rejected is
+    /// [`ClientError::InvalidResponse`], anything else [`ClientError::Http`].
+    fn from_reqwest(during: &'static str, source: reqwest::Error) -> ClientError {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&source);
+        let mut invalid = false;
+        while let Some(c) = cause {
+            if let Some(h) = c.downcast_ref::<hyper::Error>() {
+                // Every parse error: a malformed or too large head, an invalid status or header.
+                invalid = h.is_parse();
+                break;
+            }
+            cause = c.source();
+        }
+        if invalid {
+            ClientError::InvalidResponse { during, source }
+        } else {
+            ClientError::Http { during, source }
+        }
     }
 }
 
@@ -549,8 +726,11 @@ pub(crate) fn build_http(config: &ClientConfig) -> Result<reqwest::Client, Clien
     // reqwest is built without a default crypto provider; ring is ssegate's. Installing twice is
     // harmless (the first one stays).
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // Redirects are the client's own business ([`Client::send`]): reqwest would re-send every
+    // configured header to another host but `Authorization`.
     let mut builder = reqwest::Client::builder()
         .connect_timeout(config.connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
         .tls_backend_rustls();
     let mut certs = Vec::new();
     for pem in &config.roots {
@@ -585,6 +765,7 @@ impl Client {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(ClientError::Setup(format!("URL {url}: not http(s)")));
         }
+        let deadline = config.call_timeout;
         let client = Client {
             inner: Arc::new(Inner {
                 http: build_http(&config)?,
@@ -598,7 +779,7 @@ impl Client {
                 pending: Mutex::new(HashMap::new()),
             }),
         };
-        client.initialize().await?;
+        within(deadline, client.initialize()).await?;
         Ok(client)
     }
 
@@ -629,19 +810,74 @@ impl Client {
         self.inner.session.read().expect("session lock").clone()
     }
 
-    fn request(&self, method: reqwest::Method, session: &Session) -> reqwest::RequestBuilder {
-        let mut req = self
-            .inner
-            .http
-            .request(method, self.inner.url.clone())
-            .headers(self.inner.config.headers.clone());
-        if let Some(id) = &session.id {
-            req = req.header(SESSION_HEADER, id);
+    /// Sends one request of `session` to the endpoint: the configured headers, the session's
+    /// headers, then `extra`. A redirect is an error unless [`ClientConfig::redirects`] follows it
+    /// (see [`Redirects::Follow`] for what crosses to another origin).
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        session: &Session,
+        extra: HeaderMap,
+        body: Option<Bytes>,
+        during: &'static str,
+    ) -> Result<reqwest::Response, ClientError> {
+        let origin = self.inner.url.origin();
+        let mut url = self.inner.url.clone();
+        let mut foreign = false;
+        let mut hops = 0;
+        loop {
+            let mut req = self.inner.http.request(method.clone(), url.clone());
+            if !foreign {
+                req = req.headers(self.inner.config.headers.clone());
+                if let Some(id) = &session.id {
+                    req = req.header(SESSION_HEADER, id);
+                }
+                if let Some(v) = &session.protocol_version {
+                    req = req.header(PROTOCOL_HEADER, v);
+                }
+            }
+            req = req.headers(extra.clone());
+            if let Some(body) = &body {
+                req = req.body(body.clone());
+            }
+            let res = req.send().await.map_err(ClientError::http(during))?;
+            if !res.status().is_redirection() {
+                return Ok(res);
+            }
+            let status = res.status().as_u16();
+            let location = res
+                .headers()
+                .get(header::LOCATION)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            // The redirect's body is never read: dropping the answer closes its connection.
+            drop(res);
+            let refused = || ClientError::Redirect {
+                during,
+                status,
+                location: location.clone(),
+            };
+            let max_hops = match self.inner.config.redirects {
+                Redirects::Follow { max_hops } if matches!(status, 307 | 308) => max_hops,
+                _ => return Err(refused()),
+            };
+            let Some(next) = location
+                .as_deref()
+                .and_then(|l| url.join(l).ok())
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+            else {
+                return Err(refused());
+            };
+            hops += 1;
+            if hops > max_hops {
+                return Err(ClientError::TooManyRedirects {
+                    during,
+                    hops: max_hops,
+                });
+            }
+            foreign |= next.origin() != origin;
+            debug!(status, to = %next, foreign, "following a redirect");
+            url = next;
         }
-        if let Some(v) = &session.protocol_version {
-            req = req.header(PROTOCOL_HEADER, v);
-        }
-        req
     }
 
     async fn post(
@@ -651,13 +887,52 @@ impl Client {
         during: &'static str,
     ) -> Result<reqwest::Response, ClientError> {
         let body = serde_json::to_vec(body).expect("a JSON value serializes");
-        self.request(reqwest::Method::POST, session)
-            .header(header::ACCEPT, ACCEPT_BOTH)
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
+        let mut extra = HeaderMap::new();
+        extra.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+        extra.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        self.send(
+            reqwest::Method::POST,
+            session,
+            extra,
+            Some(Bytes::from(body)),
+            during,
+        )
+        .await
+    }
+
+    /// A `GET` for an event stream, with `Last-Event-ID` when given.
+    async fn get_stream(
+        &self,
+        session: &Session,
+        last_event_id: Option<HeaderValue>,
+        during: &'static str,
+    ) -> Result<reqwest::Response, ClientError> {
+        let mut extra = HeaderMap::new();
+        extra.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        if let Some(id) = last_event_id {
+            extra.insert("last-event-id", id);
+        }
+        self.send(reqwest::Method::GET, session, extra, None, during)
             .await
-            .map_err(ClientError::http(during))
+    }
+
+    /// `res` when it is a success, else [`ClientError::Status`] with the start of its body.
+    async fn expect_ok(
+        &self,
+        res: reqwest::Response,
+        during: &'static str,
+    ) -> Result<reqwest::Response, ClientError> {
+        if res.status().is_success() {
+            Ok(res)
+        } else {
+            Err(status_error(res, during, self.inner.config.max_error_body).await)
+        }
     }
 
     /// Opens a new session: `initialize`, then `notifications/initialized`. Called by
@@ -680,7 +955,7 @@ impl Client {
             ..Session::default()
         };
         let res = self.post(&fresh, &req, "initialize").await?;
-        let res = expect_ok(res, "initialize").await?;
+        let res = self.expect_ok(res, "initialize").await?;
         let session_id = res
             .headers()
             .get(SESSION_HEADER)
@@ -699,10 +974,17 @@ impl Client {
             .await
             .map_err(|e| match e {
                 Attempt::Client(e) => e,
-                Attempt::Lost(f, _) | Attempt::NotTaken(f) => ClientError::Refused {
+                Attempt::Lost(f, _, transport) => ClientError::Refused {
                     failure: Box::new(f),
                     attempts: 1,
+                    transport,
                 },
+                Attempt::NotTaken(f) => ClientError::Refused {
+                    failure: Box::new(f),
+                    attempts: 1,
+                    transport: None,
+                },
+                Attempt::Busy(e, _) => e,
             })?;
         let value: Value = answer
             .deserialize()
@@ -729,7 +1011,7 @@ impl Client {
         let res = self
             .post(&session, &note, "notifications/initialized")
             .await?;
-        expect_ok(res, "notifications/initialized").await?;
+        self.expect_ok(res, "notifications/initialized").await?;
         debug!(session = ?session.id, version = ?session.protocol_version, "session open");
         Ok(())
     }
@@ -839,12 +1121,7 @@ impl Client {
         let call = self
             .call_inner(method, params, options.retry, id)
             .instrument(span);
-        let result = match options.timeout {
-            Some(t) => tokio::time::timeout(t, call)
-                .await
-                .unwrap_or(Err(ClientError::Timeout(t))),
-            None => call.await,
-        };
+        let result = within(options.timeout.or(self.inner.config.call_timeout), call).await;
         if !matches!(result, Err(ClientError::Timeout(_))) {
             cancel.client = None;
         }
@@ -889,8 +1166,9 @@ impl Client {
                     Ok(res) => res,
                     // Sent, then cut before the response head: the server may have run the call,
                     // and nothing can be resumed (no event id yet). A connect failure (nothing
-                    // sent) stays an HTTP error.
-                    Err(ClientError::Http { source, .. }) if !source.is_connect() => {
+                    // sent) stays an HTTP error; an invalid response head is the server's answer,
+                    // not a cut ([`ClientError::InvalidResponse`]).
+                    Err(ClientError::Http { source, during }) if !source.is_connect() => {
                         warn!(error = %source, "the request's response was cut before its head");
                         return Err(Attempt::Lost(
                             Failure::Refused(TornBoundary {
@@ -902,10 +1180,23 @@ impl Client {
                                 outstanding: vec![rpc_id.clone()],
                             }),
                             Vec::new(),
+                            Some(Box::new(ClientError::Http { during, source })),
                         ));
                     }
                     Err(e) => return Err(e.into()),
                 };
+                let status = res.status().as_u16();
+                if matches!(status, 429 | 503) {
+                    // Overloaded, or a replay store briefly unavailable: the request was not
+                    // taken. Retried after the server's (clamped) delay when safe to repeat.
+                    let retry_after = res
+                        .headers()
+                        .get(header::RETRY_AFTER)
+                        .and_then(|v| resume::parse_retry_after(v.as_bytes(), SystemTime::now()));
+                    let error =
+                        status_error(res, "request", self.inner.config.max_error_body).await;
+                    return Err(Attempt::Busy(error, retry_after));
+                }
                 if res.status() == reqwest::StatusCode::NOT_FOUND && session.id.is_some() {
                     // The session expired before the request was taken: nothing ran, so the
                     // call may always be issued again on a new session.
@@ -915,7 +1206,7 @@ impl Client {
                         outstanding: vec![rpc_id.clone()],
                     })));
                 }
-                let res = expect_ok(res, "request").await?;
+                let res = self.expect_ok(res, "request").await?;
                 let stream = session.streams.request_stream(rpc_id.clone());
                 let (tx, mut rx) = tokio::sync::oneshot::channel();
                 self.inner
@@ -940,7 +1231,7 @@ impl Client {
                     .remove(&rpc_id);
                 answer
             };
-            let (failure, received) = match attempt.await {
+            let (failure, received, transport) = match attempt.await {
                 Ok(message) => {
                     return Ok(Response {
                         message,
@@ -949,8 +1240,19 @@ impl Client {
                     });
                 }
                 Err(Attempt::Client(e)) => return Err(e),
-                Err(Attempt::Lost(f, received)) => (f, Some(received)),
-                Err(Attempt::NotTaken(f)) => (f, None),
+                Err(Attempt::Busy(error, retry_after)) => {
+                    if outcome.attempts >= self.inner.config.max_attempts
+                        || !self.safe_to_reissue(method, &params_of(&req), retry).await
+                    {
+                        return Err(error);
+                    }
+                    let delay = self.inner.config.stream.busy_delay(retry_after);
+                    warn!(error = %error, delay_ms = delay.as_millis() as u64, "busy; retrying");
+                    tokio::time::sleep(delay).await;
+                    continue;
+                }
+                Err(Attempt::Lost(f, received, transport)) => (f, Some(received), transport),
+                Err(Attempt::NotTaken(f)) => (f, None, None),
             };
             warn!(failure = %failure, attempt = outcome.attempts, "the response stream was lost");
             outcome.refusals.push(failure.clone());
@@ -958,6 +1260,7 @@ impl Client {
                 return Err(ClientError::Refused {
                     failure: Box::new(failure),
                     attempts: outcome.attempts,
+                    transport,
                 });
             }
             if let Some(received) = received
@@ -967,12 +1270,14 @@ impl Client {
                     failure: Box::new(failure),
                     method: describe_call(method, &req),
                     received,
+                    transport,
                 });
             }
             if outcome.attempts >= self.inner.config.max_attempts {
                 return Err(ClientError::Refused {
                     failure: Box::new(failure),
                     attempts: outcome.attempts,
+                    transport,
                 });
             }
             self.renegotiate(session.generation).await?;
@@ -1040,7 +1345,12 @@ impl Client {
                 }
                 Some(Ok(d)) => {
                     outcome.other_messages += 1;
-                    received.push(Message::new(d.message.data().clone()));
+                    // Kept for `OutcomeUnknown`: the first few, copied out of their chunks (a
+                    // slice would keep a whole transport buffer alive per message).
+                    if received.len() < MAX_RECEIVED {
+                        let copy = Bytes::copy_from_slice(&d.message.data().contiguous());
+                        received.push(Message::new(Data::from(copy)));
+                    }
                     self.dispatch(session, d).await;
                 }
                 Some(Err(f)) => {
@@ -1048,7 +1358,8 @@ impl Client {
                     {
                         break Ok(m);
                     }
-                    break Err(Attempt::Lost(f, std::mem::take(&mut received)));
+                    let transport = guarded.take_last_error().map(Box::new);
+                    break Err(Attempt::Lost(f, std::mem::take(&mut received), transport));
                 }
                 None => {
                     // The stream finished with nothing outstanding: the response came on another
@@ -1087,43 +1398,57 @@ impl Client {
 
     async fn json_answer(&self, res: reqwest::Response, rpc_id: RpcId) -> Result<Message, Attempt> {
         let limit = self.inner.config.max_json_body;
-        let mut body = Vec::new();
+        if res.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(ClientError::Protocol(ProtocolError::BodyTooLarge(limit)).into());
+        }
+        // Held as the chunks arrived (no growing copy) and judged as they come, as the guard
+        // judges streamed messages (its nesting limit and instruction set).
+        let mut gate = self.inner.config.stream.guard_settings().gate();
+        let mut body = Data::default();
         let mut chunks = res.bytes_stream();
+        let lost = |partial_bytes: usize, transport: Option<Box<ClientError>>| {
+            Attempt::Lost(
+                Failure::Refused(TornBoundary {
+                    kind: Torn::Unresumable {
+                        partial_bytes: partial_bytes as u64,
+                        partial_id: None,
+                    },
+                    cursor: None,
+                    outstanding: vec![rpc_id.clone()],
+                }),
+                Vec::new(),
+                transport,
+            )
+        };
         while let Some(chunk) = chunks.next().await {
-            let chunk = chunk.map_err(ClientError::http("JSON answer"))?;
+            let chunk = match chunk.map_err(ClientError::http("JSON answer")) {
+                Ok(chunk) => chunk,
+                // Cut inside the answer: lost like a cut stream with no ids.
+                Err(e @ ClientError::Http { .. }) => {
+                    return Err(lost(body.len(), Some(Box::new(e))));
+                }
+                Err(e) => return Err(e.into()),
+            };
             if body.len() + chunk.len() > limit {
                 return Err(ClientError::Protocol(ProtocolError::BodyTooLarge(limit)).into());
             }
-            body.extend_from_slice(&chunk);
+            if !chunk.is_empty() {
+                gate.feed(&chunk);
+                body.push(chunk);
+            }
         }
-        let bytes = Bytes::from(body);
-        // Judged as the guard judges streamed messages (its nesting limit and instruction set).
-        let mut gate = self.inner.config.stream.guard_settings().gate();
-        gate.feed(&bytes);
         let verdict = gate.verdict();
         match verdict {
             Verdict::Complete => {}
             // A cut JSON answer: the response is lost like a cut stream with no ids.
-            Verdict::Incomplete => {
-                return Err(Attempt::Lost(
-                    Failure::Refused(TornBoundary {
-                        kind: Torn::Unresumable {
-                            partial_bytes: bytes.len() as u64,
-                            partial_id: None,
-                        },
-                        cursor: None,
-                        outstanding: vec![rpc_id],
-                    }),
-                    Vec::new(),
-                ));
-            }
+            Verdict::Incomplete => return Err(lost(body.len(), None)),
             // Whole but not one JSON value (or deeper than the guard's limit): the server's answer,
             // reported as is.
             Verdict::Trailing | Verdict::Invalid => {
                 return Err(ClientError::Protocol(ProtocolError::JsonBody(verdict)).into());
             }
         }
-        let message = Message::new(Data::from(bytes));
+        let message = Message::new(body);
         let peek = message.jsonrpc_peek();
         if peek.kind != RpcKind::Response || peek.id.as_ref() != Some(&rpc_id) {
             return Err(ClientError::Protocol(ProtocolError::NotTheResponse(rpc_id)).into());
@@ -1137,15 +1462,26 @@ impl Client {
         session: &Session,
         r: Reconnect,
     ) -> Result<(ReconnectResponse, Body), ClientError> {
-        let mut req = self
-            .request(reqwest::Method::GET, session)
-            .header(header::ACCEPT, "text/event-stream");
-        if let Some(id) = &r.last_event_id {
-            let value = HeaderValue::from_bytes(id)
-                .map_err(|_| ClientError::Protocol(ProtocolError::Unsendable("Last-Event-ID")))?;
-            req = req.header("last-event-id", value);
-        }
-        let res = req.send().await.map_err(ClientError::http("resume"))?;
+        let last_event_id =
+            match &r.last_event_id {
+                Some(id) => Some(HeaderValue::from_bytes(id).map_err(|_| {
+                    ClientError::Protocol(ProtocolError::Unsendable("Last-Event-ID"))
+                })?),
+                None => None,
+            };
+        let res = match self.get_stream(session, last_event_id, "resume").await {
+            Ok(res) => res,
+            // A redirect not followed is the server's answer to the resume: the guard refuses
+            // it as unexpected, once, instead of the reconnect being retried.
+            Err(ClientError::Redirect { status, .. }) => {
+                let body: Body = Box::pin(futures_util::stream::empty());
+                return Ok((
+                    ReconnectResponse::from_raw(status, None, None, SystemTime::now()),
+                    body,
+                ));
+            }
+            Err(e) => return Err(e),
+        };
         let header = |name| res.headers().get(name).map(HeaderValue::as_bytes);
         let response = ReconnectResponse::from_raw(
             res.status().as_u16(),
@@ -1211,13 +1547,13 @@ impl Client {
         &self,
     ) -> Result<impl Stream<Item = Result<Message, Failure>> + use<>, ClientError> {
         let session = self.session();
-        let res = self
-            .request(reqwest::Method::GET, &session)
-            .header(header::ACCEPT, "text/event-stream")
-            .send()
-            .await
-            .map_err(ClientError::http("open the GET stream"))?;
-        let res = expect_ok(res, "open the GET stream").await?;
+        let open = async {
+            let res = self
+                .get_stream(&session, None, "open the GET stream")
+                .await?;
+            self.expect_ok(res, "open the GET stream").await
+        };
+        let res = within(self.inner.config.call_timeout, open).await?;
         let stream = session.streams.listen_stream();
         let body: Body = Box::pin(res.bytes_stream().map_err(ClientError::http("GET stream")));
         let me = self.clone();
@@ -1244,17 +1580,21 @@ impl Client {
 
     async fn delete(&self, session: &Session) -> Result<(), ClientError> {
         let res = self
-            .request(reqwest::Method::DELETE, session)
-            .send()
-            .await
-            .map_err(ClientError::http("delete session"))?;
+            .send(
+                reqwest::Method::DELETE,
+                session,
+                HeaderMap::new(),
+                None,
+                "delete session",
+            )
+            .await?;
         let status = res.status();
         // A session the server already forgot (or one it does not let clients end) is as ended
         // as it gets.
         if status.is_success() || status == 404 || status == 405 {
             Ok(())
         } else {
-            Err(status_error(res, "delete session").await)
+            Err(status_error(res, "delete session", self.inner.config.max_error_body).await)
         }
     }
 
@@ -1268,12 +1608,8 @@ impl Client {
         &self,
         last_event_id: HeaderValue,
     ) -> Result<reqwest::Response, ClientError> {
-        self.request(reqwest::Method::GET, &self.session())
-            .header(header::ACCEPT, "text/event-stream")
-            .header("last-event-id", last_event_id)
-            .send()
+        self.get_stream(&self.session(), Some(last_event_id), "resume")
             .await
-            .map_err(ClientError::http("resume"))
     }
 
     /// Ends the session with `DELETE` (nothing to do for a sessionless server).
@@ -1282,7 +1618,7 @@ impl Client {
         if session.id.is_none() {
             return Ok(());
         }
-        self.delete(&session).await
+        within(self.inner.config.call_timeout, self.delete(&session)).await
     }
 }
 
@@ -1316,10 +1652,12 @@ impl Drop for CancelOnDrop {
 enum Attempt {
     /// An error the client reports as is.
     Client(ClientError),
-    /// The stream was lost; the messages received before.
-    Lost(Failure, Vec<Message>),
+    /// The stream was lost; the messages received before; the last transport error.
+    Lost(Failure, Vec<Message>, Option<Box<ClientError>>),
     /// The server did not take the request (`404` on the POST: the session had expired).
     NotTaken(Failure),
+    /// The server answered `429` or `503` (the error, its `Retry-After`): the request was not taken.
+    Busy(ClientError, Option<Duration>),
 }
 
 impl From<ClientError> for Attempt {
@@ -1345,25 +1683,38 @@ fn mime_is(content_type: Option<&str>, mime: &str) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case(mime))
 }
 
-async fn expect_ok(
-    res: reqwest::Response,
-    during: &'static str,
-) -> Result<reqwest::Response, ClientError> {
-    if res.status().is_success() {
-        Ok(res)
-    } else {
-        Err(status_error(res, during).await)
+/// Runs `f` under `deadline` (none: unbounded); past it, [`ClientError::Timeout`].
+async fn within<T>(
+    deadline: Option<Duration>,
+    f: impl Future<Output = Result<T, ClientError>>,
+) -> Result<T, ClientError> {
+    match deadline {
+        Some(t) => tokio::time::timeout(t, f)
+            .await
+            .unwrap_or(Err(ClientError::Timeout(t))),
+        None => f.await,
     }
 }
 
-async fn status_error(res: reqwest::Response, during: &'static str) -> ClientError {
+/// [`ClientError::Status`] with at most `cap` bytes of `res`'s body; the rest is never read (the
+/// answer is dropped, and its connection with it).
+async fn status_error(mut res: reqwest::Response, during: &'static str, cap: usize) -> ClientError {
     let status = res.status().as_u16();
-    let body = res.bytes().await.unwrap_or_default();
-    let body = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+    let mut body = Vec::new();
+    while body.len() < cap {
+        match res.chunk().await {
+            Ok(Some(chunk)) => {
+                let take = chunk.len().min(cap - body.len());
+                body.extend_from_slice(&chunk[..take]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    drop(res);
     ClientError::Status {
         during,
         status,
-        body,
+        body: String::from_utf8_lossy(&body).into_owned(),
     }
 }
 

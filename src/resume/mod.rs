@@ -78,6 +78,7 @@ pub struct Config {
     decoder: sse::Config,
     guard: guard::Config,
     max_delay: Duration,
+    min_delay: Duration,
     idle_timeout: Option<Duration>,
     max_resumes: u32,
     max_stalled_resumes: u32,
@@ -88,22 +89,32 @@ pub struct Config {
     gate_ahead: usize,
 }
 
+/// Default of [`Config::idle_timeout`]: as long as the Python SDK's default SSE read timeout, so a
+/// tool that computes for minutes without a byte is not cut by default, while a connection that
+/// went silent for good is resumed.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default of [`Config::min_delay`]: the floor under every reconnect delay.
+pub const DEFAULT_MIN_DELAY: Duration = Duration::from_millis(250);
+
 impl Default for Config {
-    /// The decoder's and the guard's defaults; server delays clamped to 60 s; no idle timeout; 32
-    /// resumes per stream, at most 4 in a row without progress; 6 reconnect attempts per resume
-    /// with a 250 ms jittered exponential backoff; the stream finishes when nothing is outstanding.
+    /// The decoder's and the guard's defaults; server delays clamped to 60 s, and never below
+    /// 250 ms (jittered up to +50 %); a 300 s idle timeout; 32 resumes per stream, at most 4 in a
+    /// row without progress; 6 reconnect attempts per resume with a 250 ms jittered exponential
+    /// backoff; jitter seeded from the OS; the stream finishes when nothing is outstanding.
     fn default() -> Self {
         Config {
             decoder: sse::Config::default(),
             guard: guard::Config::default(),
             max_delay: Duration::from_secs(60),
-            idle_timeout: None,
+            min_delay: DEFAULT_MIN_DELAY,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             max_resumes: 32,
             max_stalled_resumes: 4,
             max_reconnect_attempts: 6,
             backoff: Duration::from_millis(250),
             keep_open: false,
-            jitter_seed: 0x5eed_5e9a_7e00_0001,
+            jitter_seed: crate::guard::random_seed(),
             gate_ahead: AHEAD_MIN,
         }
     }
@@ -128,6 +139,17 @@ impl Config {
         &self.guard
     }
 
+    /// The delay before repeating a request the server answered `429`/`503` (a driver's retry of
+    /// its own request, outside any stream): the server's `asked` delay or the first backoff
+    /// step, raised to the jittered floor and clamped like a reconnect's.
+    pub(crate) fn busy_delay(&self, asked: Option<Duration>) -> Duration {
+        let jitter = (crate::guard::random_seed() >> 11) as f64 / (1u64 << 53) as f64;
+        asked
+            .unwrap_or(self.backoff)
+            .max(self.min_delay.mul_f64(1.0 + jitter / 2.0))
+            .min(self.max_delay)
+    }
+
     /// The longest delay a server may ask for with `retry:` or `Retry-After` (default 60 s): a
     /// hostile or confused server cannot park the client for longer.
     pub fn max_delay(&mut self, delay: Duration) -> &mut Self {
@@ -135,8 +157,18 @@ impl Config {
         self
     }
 
-    /// A connection that brings no byte for this long is treated as cut and resumed (default:
-    /// none; servers that send keep-alive comments make a few seconds safe).
+    /// The shortest delay before any reconnect (default 250 ms), whatever the server's `retry:`
+    /// or `Retry-After` says (`retry: 0` would otherwise make a reconnect storm), jittered up to
+    /// +50 % so that clients cut together do not reconnect together. Never above
+    /// [`Config::max_delay`].
+    pub fn min_delay(&mut self, delay: Duration) -> &mut Self {
+        self.min_delay = delay;
+        self
+    }
+
+    /// A connection that brings no byte for this long is treated as cut and resumed (default
+    /// [`DEFAULT_IDLE_TIMEOUT`], 300 s; `None`: never; servers that send keep-alive comments make a
+    /// few seconds safe).
     pub fn idle_timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
         self.idle_timeout = timeout;
         self
@@ -176,8 +208,9 @@ impl Config {
         self
     }
 
-    /// Seed of the backoff jitter (the stream has no randomness of its own; a driver may seed it
-    /// from the OS per stream).
+    /// Seed of the backoff jitter (default: from the OS, different for every configuration made
+    /// with `Config::default()`, so that a fleet of clients does not retry in lockstep; set it for
+    /// reproducible tests).
     pub fn jitter_seed(&mut self, seed: u64) -> &mut Self {
         self.jitter_seed = seed;
         self
@@ -540,6 +573,18 @@ impl ResumableStream {
             return Answer::Drop;
         }
         self.last_event = None;
+        // A server's delay is clamped before anything sees it: what is reported is what is done.
+        let clamped;
+        let response = match response.retry_after {
+            Some(d) if d > self.config.max_delay => {
+                clamped = ReconnectResponse {
+                    retry_after: Some(self.config.max_delay),
+                    ..response.clone()
+                };
+                &clamped
+            }
+            _ => response,
+        };
         match self.guard.on_reconnect(response) {
             Ok(()) => {
                 self.attempts = 0;
@@ -759,7 +804,7 @@ impl ResumableStream {
         self.progressed = false;
         self.resumes += 1;
         self.attempts = 0;
-        resume.delay = resume.delay.min(self.config.max_delay);
+        resume.delay = self.bounded_delay(resume.delay);
         self.state = State::Waiting {
             until: now + resume.delay,
         };
@@ -779,21 +824,30 @@ impl ResumableStream {
             return;
         }
         let delay = asked.unwrap_or_else(|| self.backoff_delay());
-        self.state = State::Waiting {
-            until: now + delay.min(self.config.max_delay),
-        };
+        let delay = self.bounded_delay(delay);
+        self.state = State::Waiting { until: now + delay };
+    }
+
+    /// `delay` raised to the jittered floor ([`Config::min_delay`]) and clamped to
+    /// [`Config::max_delay`].
+    fn bounded_delay(&mut self, delay: Duration) -> Duration {
+        let floor = self.config.min_delay.mul_f64(1.0 + self.jitter() / 2.0);
+        delay.max(floor).min(self.config.max_delay)
+    }
+
+    /// A uniform fraction in [0, 1) from the stream's xorshift64 generator (seeded by the config).
+    fn jitter(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// `backoff * 2^(attempt-1)`, jittered to 50-100 %.
     fn backoff_delay(&mut self) -> Duration {
         let shift = self.attempts.saturating_sub(1).min(16);
         let full = self.config.backoff.saturating_mul(1 << shift);
-        // xorshift64: the stream has no randomness of its own; the seed comes from the config.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let fraction = 0.5 + (self.rng >> 11) as f64 / (1u64 << 53) as f64 / 2.0;
-        full.mul_f64(fraction)
+        full.mul_f64(0.5 + self.jitter() / 2.0)
     }
 
     #[cold]

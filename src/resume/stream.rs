@@ -40,14 +40,25 @@ use crate::guard::Delivery;
 type Connecting<B, E> = Pin<Box<dyn Future<Output = Result<(ReconnectResponse, B), E>> + Send>>;
 
 /// Delivers the messages of one resumable stream: feeds the body's chunks to a
-/// [`ResumableStream`], sleeps its deadlines on tokio's timer, and calls `reconnect` whenever it
-/// asks for one. Ends after the stream finishes or fails (the failure is the last item).
+/// [`ResumableStream`], sleeps its deadlines on tokio's timer (and reads the time from that same
+/// clock, so `tokio::time::pause` drives it), and calls `reconnect` whenever it asks for one. Ends
+/// after the stream finishes or fails (the failure is the last item).
+///
+/// An event the decoder drops over one of its limits while a response is outstanding ends the
+/// stream at once with that refusal ([`Torn::DecodeLimit`](crate::guard::Torn::DecodeLimit)): the
+/// dropped event may have been the response, and waiting for it would wait forever (a server that
+/// sends an endless data line never ends the event). With nothing outstanding the stream goes on.
+///
+/// The last transport error (of the body or of a reconnect) is kept: [`GuardedStream::last_error`]
+/// says why a reconnect failed.
 pub struct GuardedStream<B, F, E> {
     stream: ResumableStream,
     body: Option<B>,
     reconnect: F,
     connecting: Option<Connecting<B, E>>,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Boxed: the stream stays `Unpin` whatever the error type.
+    last_error: Option<Box<E>>,
     done: bool,
 }
 
@@ -66,6 +77,22 @@ impl<B, F, E> GuardedStream<B, F, E> {
     pub fn state(&self) -> &ResumableStream {
         &self.stream
     }
+
+    /// The last transport error: a body that failed, or a reconnect that failed before its
+    /// response head.
+    pub fn last_error(&self) -> Option<&E> {
+        self.last_error.as_deref()
+    }
+
+    /// Takes the last transport error out (see [`GuardedStream::last_error`]).
+    pub fn take_last_error(&mut self) -> Option<E> {
+        self.last_error.take().map(|e| *e)
+    }
+}
+
+/// Now, on the clock the stream's timers sleep on.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 impl<B, F, Fut, E> GuardedStream<B, F, E>
@@ -83,6 +110,7 @@ where
             reconnect,
             connecting: None,
             sleep: None,
+            last_error: None,
             done: false,
         }
     }
@@ -101,7 +129,7 @@ where
         let sleep = self.sleep.as_mut().expect("armed above");
         ready!(sleep.as_mut().poll(cx));
         self.sleep = None;
-        self.stream.handle_timeout(Instant::now());
+        self.stream.handle_timeout(now());
         Poll::Ready(())
     }
 }
@@ -137,6 +165,13 @@ where
                         this.done = true;
                         return Poll::Ready(Some(Err(f)));
                     }
+                    // The dropped event may have been an outstanding response: nothing will come
+                    // in its place.
+                    Output::Dropped(refusal) if !refusal.outstanding.is_empty() => {
+                        this.done = true;
+                        this.body = None;
+                        return Poll::Ready(Some(Err(Failure::Refused(refusal))));
+                    }
                     // Skips, cursor moves and dropped events carry nothing to deliver.
                     _ => {}
                 }
@@ -146,14 +181,17 @@ where
                 && let Poll::Ready(result) = connecting.as_mut().poll(cx)
             {
                 this.connecting = None;
-                let now = Instant::now();
+                let now = now();
                 match result {
                     Ok((response, body)) => {
                         if this.stream.reconnect_response(&response, now) == super::Answer::Read {
                             this.body = Some(body);
                         }
                     }
-                    Err(_) => this.stream.reconnect_failed(now),
+                    Err(e) => {
+                        this.last_error = Some(Box::new(e));
+                        this.stream.reconnect_failed(now);
+                    }
                 }
                 continue;
             }
@@ -163,16 +201,16 @@ where
             {
                 match Pin::new(body).poll_next(cx) {
                     Poll::Ready(Some(Ok(chunk))) => {
-                        this.stream.feed(chunk, Instant::now());
+                        this.stream.feed(chunk, now());
                         continue;
                     }
-                    Poll::Ready(Some(Err(_))) => {
-                        this.stream
-                            .connection_ended(EndCause::Error, Instant::now());
+                    Poll::Ready(Some(Err(e))) => {
+                        this.last_error = Some(Box::new(e));
+                        this.stream.connection_ended(EndCause::Error, now());
                         continue;
                     }
                     Poll::Ready(None) => {
-                        this.stream.connection_ended(EndCause::Eof, Instant::now());
+                        this.stream.connection_ended(EndCause::Eof, now());
                         continue;
                     }
                     Poll::Pending => {}
