@@ -4,6 +4,8 @@
 //! - [`server`]: a minimal MCP Streamable HTTP server with a real [`ssegate::replay::ReplayBuffer`]
 //!   per session and a switchable resume-miss behaviour ([`server::ServerMode`]).
 //! - [`proxy`]: a fault-injecting TCP proxy that resets chosen responses at chosen byte offsets.
+//! - [`hostile`]: a deliberately misbehaving MCP server on raw TCP, one [`hostile::Misbehaviour`]
+//!   per instance (endless bodies, trickles, malformed and huge heads, foreign resumes, ...).
 //! - [`tls`]: a TLS front with a generated self-signed certificate, and a `CONNECT` proxy.
 //! - [`demo`]: the harness behind `ssegate demo`, with the naive appending client
 //!   ([`demo::NaiveClient`]) and the guarded [`ssegate::client::Client`].
@@ -14,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod demo;
+pub mod hostile;
 mod http1;
 pub use http1::WireError;
 pub mod proxy;
