@@ -2,22 +2,44 @@
 //!
 //! The probe opens a session, lists the tools, and calls one tool three times: once whole (the
 //! baseline: where each event starts and ends), once cut in the middle of the largest event with
-//! data, once cut at the event boundary before it. After each cut it drops its own connection,
-//! resumes with `GET` + `Last-Event-ID` (the id of the last event it received whole, as raw
-//! bytes) and classifies what the server sent as exactly one [`Behaviour`], from the raw events,
-//! not through the guard: the point is to describe the server, not to protect a client from it.
+//! data, once cut at the event boundary before it (a stream with no event with data, one that
+//! ends after its priming event, is called twice and cut once, after its last event). After each
+//! cut it drops its own connection, resumes with `GET` + `Last-Event-ID` and classifies what the
+//! server sent as exactly one [`Behaviour`].
+//!
+//! Each round is judged by ssegate's own [`Guard`], fed what the probe read (the bytes before the
+//! cut, the disconnect, the reconnect response, the resumed bytes) as they arrive, with the call's
+//! request id as the response it must deliver. A round is resumable exactly when the guard accepts
+//! the resumed stream and the response arrives: a refusal is reported as the behaviour it shows
+//! (see [`classify`] for the mapping), with the guard's words as evidence; what the server did is
+//! described in more detail only for the streams the guard accepts. [`classify`] is the same
+//! judgement over captured bytes, without a network.
+//!
+//! Every read is bounded: bytes and events per connection ([`ProbeConfig::max_bytes`],
+//! [`ProbeConfig::max_events`]), the decoder's limits ([`ProbeConfig::decoder`]), the replay timeout
+//! and one deadline for the whole probe ([`ProbeConfig::timeout`]). The probe keeps no event data:
+//! per connection it keeps counters, the largest event's position and what the ids look like, so
+//! its memory is the decoder's bounded buffer and the guard's bounded windows, whatever the server
+//! sends. A limit reached, a transport error and a decoder drop are reported as such, never read as
+//! the end of a stream.
 #![forbid(unsafe_code)]
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::pin::pin;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use reqwest::header::{self, HeaderValue};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::client::{Client, ClientConfig, ClientError};
-use crate::sse::{Decoder, Event};
+use crate::guard::{
+    ConnectionEnd, Decision, Guard, ReconnectResponse, Restart, Skip, Torn, TornBoundary,
+};
+use crate::message::{RpcId, RpcKind};
+use crate::sse::{self, DecodeError, Decoder, Event};
 
 /// What the server did after a cut, one per round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -27,22 +49,38 @@ pub enum Behaviour {
     Continues,
     /// Replayed the interrupted event whole under its id, then went on.
     ReplaysEvent,
-    /// Re-sent the `Last-Event-ID` event itself first, then went on (rmcp).
+    /// Re-sent events already received, unchanged (the `Last-Event-ID` event itself, as rmcp
+    /// does, or earlier ones), then went on.
     ResendsCursor,
-    /// Started a new stream: events already received came again under new ids.
+    /// Started a new stream: events already received came again under new ids, or an id already
+    /// received came again with other content.
     Restarted,
-    /// `200`, no event, closed.
+    /// Answered with another stream's events: ids of the same numbered shape naming another
+    /// stream, ids going backwards, or a second, different response to the call.
+    OtherStream,
+    /// `200`, no event (or no response), closed.
     Empty,
-    /// `200`, nothing within the replay timeout.
+    /// `200`, nothing (or no message) within the replay timeout.
     HeldOpen,
-    /// Events out of order, or already-received events under their old ids with other content.
+    /// The replay skipped the interrupted event.
     Reordered,
-    /// `409` or `410` (or another refusal status).
+    /// `409` or `410`, an `event: error` answer, or another status or content type.
     Conflict,
+    /// `429` or `503`: busy (the probe does not retry).
+    Busy,
     /// `404`: the session is gone.
     Gone,
-    /// The events carry no ids: nothing can be resumed.
+    /// No event id to resume from: the events carry none, or the cut came before the first one was
+    /// complete.
     NoIds,
+    /// The stream carries a message that is not one complete JSON value.
+    Corrupt,
+    /// A read reached one of the probe's limits (bytes or events per connection) or the decoder
+    /// dropped an event over its limits, before the response.
+    OverLimit,
+    /// The connection failed while the probe read it (reset, broken chunked encoding, TLS), or the
+    /// resume request failed before a response head.
+    TransportError,
 }
 
 impl Behaviour {
@@ -53,16 +91,22 @@ impl Behaviour {
             Behaviour::ReplaysEvent => "replays-event",
             Behaviour::ResendsCursor => "resends-cursor",
             Behaviour::Restarted => "restarted",
+            Behaviour::OtherStream => "other-stream",
             Behaviour::Empty => "empty",
             Behaviour::HeldOpen => "held-open",
             Behaviour::Reordered => "reordered",
             Behaviour::Conflict => "conflict",
+            Behaviour::Busy => "busy",
             Behaviour::Gone => "gone",
             Behaviour::NoIds => "no-ids",
+            Behaviour::Corrupt => "corrupt",
+            Behaviour::OverLimit => "over-limit",
+            Behaviour::TransportError => "transport-error",
         }
     }
 
-    /// Whether a client can resume in place against this behaviour.
+    /// Whether a client can resume in place against this behaviour: the guard accepted the resumed
+    /// stream and the response arrived.
     pub fn is_resumable(self) -> bool {
         matches!(
             self,
@@ -97,6 +141,44 @@ impl CutAt {
     }
 }
 
+/// A limit that ended a read before the response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`ProbeConfig::max_bytes`]: bytes read on one connection.
+    Bytes(u64),
+    /// [`ProbeConfig::max_events`]: events read on one connection.
+    Events(u64),
+    /// The decoder dropped an event over one of its limits ([`ProbeConfig::decoder`]): the
+    /// message it carried is lost.
+    Decoder(DecodeError),
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::Bytes(n) => write!(f, "the --max-bytes limit of {n} bytes per connection"),
+            Limit::Events(n) => write!(f, "the --max-events limit of {n} events per connection"),
+            Limit::Decoder(DecodeError::EventTooLarge { limit, .. }) => write!(
+                f,
+                "the largest event exceeds the decoder limit of {limit} bytes (dropped)"
+            ),
+            Limit::Decoder(DecodeError::LineTooLong { limit, .. }) => write!(
+                f,
+                "a line exceeds the decoder limit of {limit} bytes (its event dropped)"
+            ),
+            Limit::Decoder(DecodeError::BlockTooLarge { limit, .. }) => write!(
+                f,
+                "an event block exceeds the decoder limit of {limit} bytes on the wire (dropped)"
+            ),
+            Limit::Decoder(DecodeError::FieldTooLong { limit, .. }) => write!(
+                f,
+                "an id, event or retry value exceeds the decoder limit of {limit} bytes (its event dropped)"
+            ),
+        }
+    }
+}
+
 /// One round: a cut, a resume, a classification.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -105,8 +187,10 @@ pub struct Round {
     pub cut: CutAt,
     /// What the server did.
     pub behaviour: Behaviour,
-    /// What showed it, in words.
+    /// What showed it, in words (the guard's refusal, when it refused).
     pub evidence: String,
+    /// The limit that stopped a read of this round before the response, if one did.
+    pub limit: Option<Limit>,
 }
 
 /// How the server numbers its event ids, as observed.
@@ -182,12 +266,28 @@ impl Report {
             .find(|r| !r.behaviour.is_resumable())
             .map(|r| r.behaviour);
         match worst {
-            Some(Behaviour::NoIds) => "a cut loses the response: the server sends no event ids; give events \
-                                       ids and keep a replay buffer"
+            Some(Behaviour::NoIds) => "a cut loses the response: the server sends no event id before its \
+                                       result; give events ids (a priming event first) and keep a replay buffer"
                 .to_owned(),
-            Some(Behaviour::Restarted | Behaviour::Reordered) => "a client that appends the resumed stream \
-                corrupts results; a guarded client must refuse the stream and renegotiate (re-running only \
-                idempotent tools); fix the server's replay store"
+            Some(
+                Behaviour::Restarted
+                | Behaviour::Reordered
+                | Behaviour::OtherStream
+                | Behaviour::Corrupt,
+            ) => "a client that appends the resumed stream corrupts results; a guarded client must refuse \
+                  the stream and renegotiate (re-running only idempotent tools); fix the server's replay \
+                  store: a resume must continue the stream whose id it names"
+                .to_owned(),
+            Some(Behaviour::Busy) => "the server answered the resume as busy; a client retries after \
+                                      Retry-After: probe again when the server is not loaded"
+                .to_owned(),
+            Some(Behaviour::OverLimit) => "the probe stopped at one of its limits before the response: \
+                                           raise --max-bytes, --max-events or the decoder's limits, or \
+                                           the server streams without end"
+                .to_owned(),
+            Some(Behaviour::TransportError) => "a connection failed while the probe read it; a client \
+                                                sees the same cut: check the server and what is in front \
+                                                of it, then probe again"
                 .to_owned(),
             _ => "a cut loses the response: a client must renegotiate and may re-run only idempotent tools; keep \
                   a replay buffer that holds whole results, shared by all instances"
@@ -210,6 +310,7 @@ impl Report {
                 "cut": r.cut.as_str(),
                 "behaviour": r.behaviour.as_str(),
                 "evidence": r.evidence,
+                "limit": r.limit.as_ref().map(ToString::to_string),
             })).collect::<Vec<_>>(),
             "verdict": if self.resumable() { "resumable" } else { "not-resumable" },
             "advice": self.advice(),
@@ -227,6 +328,28 @@ pub enum ProbeError {
     NoTool,
     /// The tool answered `application/json`, or its stream carries no event with data.
     NoStream(String),
+    /// The whole probe did not finish within [`ProbeConfig::timeout`].
+    Timeout(Duration),
+    /// The baseline call's stream reached a limit before its response, so there is nothing
+    /// whole to cut.
+    Limit {
+        /// Bytes read on that connection.
+        bytes: u64,
+        /// Events read on that connection.
+        events: u64,
+        /// Which limit.
+        limit: Limit,
+    },
+    /// The baseline call's stream failed while the probe read it.
+    Transport {
+        /// Bytes read on that connection before the error.
+        bytes: u64,
+        /// The transport's error.
+        source: reqwest::Error,
+    },
+    /// The guard refused the baseline call's stream itself (a message that is not one complete
+    /// JSON value, ...): there is nothing sound to cut.
+    Refused(TornBoundary),
 }
 
 impl fmt::Display for ProbeError {
@@ -238,16 +361,64 @@ impl fmt::Display for ProbeError {
                 "no tool to call: name one with --tool (and --args), none takes no required arguments"
             ),
             ProbeError::NoStream(what) => write!(f, "nothing to cut: {what}"),
+            ProbeError::Timeout(after) => write!(
+                f,
+                "the probe did not finish within {} (--timeout): the server held a stream open \
+                 without finishing it, trickled it, or answered too slowly",
+                seconds(*after)
+            ),
+            ProbeError::Limit {
+                bytes,
+                events,
+                limit,
+            } => write!(
+                f,
+                "the baseline call's stream stopped after {bytes} bytes and {events} events \
+                 without its response: {limit}"
+            ),
+            ProbeError::Transport { bytes, source } => write!(
+                f,
+                "the baseline call's stream failed after {bytes} bytes: {}",
+                chain(source)
+            ),
+            ProbeError::Refused(e) => {
+                write!(f, "the guard refuses the baseline call's stream: {e}")
+            }
         }
     }
 }
 
-impl std::error::Error for ProbeError {}
+impl std::error::Error for ProbeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProbeError::Client(e) => Some(e),
+            ProbeError::Transport { source, .. } => Some(source),
+            ProbeError::Refused(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<ClientError> for ProbeError {
     fn from(e: ClientError) -> Self {
         ProbeError::Client(e)
     }
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// An error and its sources, `: `-separated (reqwest's own text hides the cause).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }
 
 /// The probe's settings. Setters take `&mut self` and chain.
@@ -258,17 +429,26 @@ pub struct ProbeConfig {
     tool: Option<String>,
     args: Value,
     replay_timeout: Duration,
+    timeout: Duration,
+    max_bytes: u64,
+    max_events: u64,
+    decoder: sse::Config,
 }
 
 impl Default for ProbeConfig {
     /// The client's defaults, the first tool without required arguments, `{}`, a 5 s replay
-    /// timeout.
+    /// timeout, 120 s for the whole probe, at most 256 MiB and 100 000 events per connection, the
+    /// decoder's default limits (64 MiB per event and per line).
     fn default() -> Self {
         ProbeConfig {
             client: ClientConfig::default(),
             tool: None,
             args: json!({}),
             replay_timeout: Duration::from_secs(5),
+            timeout: Duration::from_secs(120),
+            max_bytes: 256 << 20,
+            max_events: 100_000,
+            decoder: sse::Config::default(),
         }
     }
 }
@@ -287,95 +467,640 @@ impl ProbeConfig {
         self
     }
 
-    /// How long a resumed connection may bring nothing before it counts as held open.
+    /// How long a resumed connection may bring no message (an event with data) before it counts
+    /// as held open; priming events, comments and stray bytes do not extend it.
     pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.replay_timeout = timeout;
         self
     }
-}
 
-/// One event as received, with where it ended in the body.
-#[derive(Clone, Debug)]
-struct Seen {
-    id: Option<Bytes>,
-    data: Bytes,
-    end: u64,
-}
+    /// The deadline of the whole probe, from connecting to the last round (default 120 s); past
+    /// it the probe fails with [`ProbeError::Timeout`], however slowly the server trickles.
+    pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.timeout = timeout;
+        self
+    }
 
-/// What one read of a response body saw.
-#[derive(Debug, Default)]
-struct Read {
-    events: Vec<Seen>,
-    retry: Option<u64>,
-    /// The open block's id and data bytes when the read stopped.
-    partial_id: Option<Bytes>,
-    ended: bool,
-}
+    /// Most body bytes read on one connection (default 256 MiB, room for a tool result of tens of
+    /// MiB); a read that reaches it stops and says so.
+    pub fn max_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.max_bytes = bytes.max(1);
+        self
+    }
 
-fn seen(e: &Event, end: u64) -> Seen {
-    Seen {
-        id: e.has_own_id.then(|| e.id.clone()),
-        data: e.data.contiguous(),
-        end,
+    /// Most events read on one connection (default 100 000); a read that reaches it stops and says
+    /// so.
+    pub fn max_events(&mut self, events: u64) -> &mut Self {
+        self.max_events = events.max(1);
+        self
+    }
+
+    /// The decoder's limits (default [`sse::Config::default`]: 64 MiB per event and per line). An
+    /// event over them is dropped by the decoder, never held whole, and reported.
+    pub fn decoder(&mut self, config: sse::Config) -> &mut Self {
+        self.decoder = config;
+        self
     }
 }
 
-/// Reads an SSE body up to `limit` bytes (then drops the connection), until it ends, until
-/// `stop` says so, or until nothing arrives for `idle`.
-async fn read_events(
-    res: reqwest::Response,
-    limit: u64,
-    idle: Duration,
-    stop: impl Fn(&[Seen]) -> bool,
-) -> (Read, Bytes) {
-    let mut decoder = Decoder::new();
-    let mut read = Read::default();
-    let mut body = res.bytes_stream();
-    let mut taken = 0u64;
-    let mut raw = Vec::new();
+/// The numbered shapes the probe recognises in ids: `N`, `N/<stream>` (rmcp) or `<stream>-N`:
+/// the stream part and the number.
+fn numbered(id: &[u8]) -> Option<(&[u8], u64)> {
+    let digits = |d: &[u8]| -> Option<u64> {
+        if d.is_empty() || d.len() > 19 || !d.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(d).ok()?.parse().ok()
+    };
+    if let Some(n) = digits(id) {
+        return Some((b"", n));
+    }
+    if let Some(slash) = id.iter().position(|&b| b == b'/') {
+        return Some((&id[slash + 1..], digits(&id[..slash])?));
+    }
+    let dash = id.iter().rposition(|&b| b == b'-')?;
+    Some((&id[..dash], digits(&id[dash + 1..])?))
+}
+
+/// The ids of one connection, as far as the id scheme needs them: whether they all share one
+/// stream part and strictly increase (a uuid whose last group happens to be digits does not: its
+/// other groups change), and the first and last number. One copy of the stream part, whatever the
+/// number of ids.
+#[derive(Clone, Debug, Default)]
+struct IdTrack {
+    count: u64,
+    numbers: Option<Numbers>,
+    broken: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Numbers {
+    part: Box<[u8]>,
+    first: u64,
+    last: u64,
+}
+
+impl IdTrack {
+    fn push(&mut self, id: &[u8]) {
+        self.count += 1;
+        if self.broken {
+            return;
+        }
+        let Some((part, n)) = numbered(id) else {
+            self.broken = true;
+            return;
+        };
+        match &mut self.numbers {
+            None => {
+                self.numbers = Some(Numbers {
+                    part: part.into(),
+                    first: n,
+                    last: n,
+                });
+            }
+            Some(s) if *s.part == *part && n > s.last => s.last = n,
+            Some(_) => self.broken = true,
+        }
+    }
+
+    fn numbers(&self) -> Option<&Numbers> {
+        self.numbers.as_ref().filter(|_| !self.broken)
+    }
+}
+
+fn id_scheme(first: &IdTrack, second: &IdTrack) -> IdScheme {
+    if first.count == 0 {
+        return IdScheme::None;
+    }
+    match (first.numbers(), second.numbers()) {
+        // A second stream under the same stream part that starts above the first one's last id
+        // shares its counter.
+        (Some(a), Some(b)) if a.part == b.part && b.first > a.last => IdScheme::SessionNumbers,
+        (Some(_), Some(_)) => IdScheme::PerStreamNumbers,
+        (Some(_), None) if second.count == 0 => IdScheme::PerStreamNumbers,
+        _ => IdScheme::Opaque,
+    }
+}
+
+/// An id for the evidence: lossy UTF-8, quoted, at most 64 characters of it.
+fn show(id: Option<&[u8]>) -> String {
+    const MAX: usize = 64;
+    let Some(id) = id else {
+        return "(none)".to_owned();
+    };
+    let text = String::from_utf8_lossy(id);
+    if text.chars().count() <= MAX {
+        return format!("{text:?}");
+    }
+    let head: String = text.chars().take(MAX).collect();
+    format!("{head:?}... ({} bytes)", id.len())
+}
+
+/// What one connection of the stream brought. Counters and positions only: no event data, no
+/// slice of a transport buffer.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    /// Body bytes fed.
+    bytes: u64,
+    /// Events dispatched or dropped by the decoder.
+    events: u64,
+    /// Events with data.
+    messages: u64,
+    /// Events with an id and empty data.
+    primings: u64,
+    /// Whether the first event was a priming event.
+    first_priming: Option<bool>,
+    /// The decoder's offset after the last event (where the next one starts).
+    last_end: u64,
+    /// The largest event with data: its data bytes and where it starts and ends in the body.
+    largest: Option<(usize, u64, u64)>,
+    ids: IdTrack,
+    /// The first event the decoder dropped over a limit.
+    dropped: Option<DecodeError>,
+}
+
+/// Which connection of a round the stream is reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The call's own stream, up to the cut.
+    Before,
+    /// The resumed connection.
+    After,
+}
+
+/// What the guard made of the resumed connection up to its first new message.
+#[derive(Clone, Debug, Default)]
+struct Resumed {
+    /// The `Last-Event-ID` of the resume (the guard's cursor at the cut).
+    cursor: Option<Bytes>,
+    /// The interrupted message's id, when the cut came inside an event with data and an id.
+    interrupted: Option<Bytes>,
+    /// Messages re-sent unchanged before the first new one (exact replays, identical responses).
+    resent: u64,
+    /// The id of the first of them.
+    first_resent: Option<Option<Bytes>>,
+    /// The id of the first new message delivered (`Some(None)`: it had no id).
+    first_new: Option<Option<Bytes>>,
+}
+
+/// How the last read of a round ended.
+#[derive(Debug)]
+enum End {
+    /// The body ended cleanly.
+    Eof,
+    /// The body failed (or the resume request did, before a response head).
+    Error(String),
+    /// No message within the replay timeout.
+    Silent(Duration),
+    /// A limit stopped the read.
+    Limit(Limit),
+    /// The guard decided (refused, or the response arrived): nothing more to read.
+    Decided,
+}
+
+/// One stream under a real [`Guard`]: the decoder, the guard expecting the call's response, and
+/// what the probe keeps of each connection. The sans-IO core of the probe and of [`classify`].
+#[derive(Debug)]
+struct Watch {
+    decoder: Decoder,
+    guard: Guard,
+    request: RpcId,
+    phase: Phase,
+    conn: Tally,
+    refusal: Option<(Phase, TornBoundary)>,
+    answered: bool,
+    resumed: Resumed,
+    /// Said first in the round's evidence (the call's stream ended before the cut point).
+    note: Option<String>,
+}
+
+impl Watch {
+    fn new(request: RpcId, decoder: &sse::Config) -> Watch {
+        let mut guard = Guard::new();
+        guard.expect_response(request.clone());
+        Watch {
+            decoder: decoder.build(),
+            guard,
+            request,
+            phase: Phase::Before,
+            conn: Tally::default(),
+            refusal: None,
+            answered: false,
+            resumed: Resumed::default(),
+            note: None,
+        }
+    }
+
+    /// Whether reading on is pointless: the guard refused, or (with `answer`) the response came
+    /// or the decoder dropped an event over its limits (the probe cannot judge past a lost event).
+    fn decided(&self, answer: bool) -> bool {
+        self.refusal.is_some() || (answer && (self.answered || self.conn.dropped.is_some()))
+    }
+
+    fn refuse(&mut self, e: TornBoundary) {
+        self.refusal.get_or_insert((self.phase, e));
+    }
+
+    /// A body chunk: decodes it and hands every event to the guard, at most `max_events` per
+    /// connection, until the guard refuses.
+    fn feed(&mut self, chunk: Bytes, max_events: u64) {
+        self.conn.bytes += chunk.len() as u64;
+        self.decoder.feed(chunk);
+        while self.conn.events < max_events && self.refusal.is_none() {
+            let Some(next) = self.decoder.next_event() else {
+                break;
+            };
+            self.conn.events += 1;
+            match next {
+                Ok(event) => self.on_event(event),
+                Err(error) => {
+                    let refusal = self.guard.on_decode_error(&error);
+                    if self.guard.failure().is_some() {
+                        self.refuse(refusal);
+                    }
+                    self.conn.dropped.get_or_insert(error);
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: Event) {
+        let len = event.data.len();
+        let own_id = event.has_own_id;
+        let conn = &mut self.conn;
+        if own_id {
+            conn.ids.push(&event.id);
+        }
+        let priming = own_id && len == 0;
+        conn.first_priming.get_or_insert(priming);
+        conn.primings += u64::from(priming);
+        conn.messages += u64::from(len > 0);
+        let (start, end) = (conn.last_end, self.decoder.offset());
+        conn.last_end = end;
+        if len > 0 && conn.largest.is_none_or(|(l, _, _)| len > l) {
+            conn.largest = Some((len, start, end));
+        }
+        let after = self.phase == Phase::After;
+        let fresh = after && self.resumed.first_new.is_none();
+        match self.guard.on_event(event) {
+            Ok(Decision::Deliver(d)) => {
+                if fresh {
+                    self.resumed.first_new =
+                        Some(d.event_id.as_deref().map(Bytes::copy_from_slice));
+                }
+                if d.rpc.kind == RpcKind::Response && d.rpc.id.as_ref() == Some(&self.request) {
+                    self.answered = true;
+                }
+            }
+            Ok(Decision::Skip(Skip::ExactReplay { id })) if fresh && len > 0 => {
+                self.resumed.resent += 1;
+                self.resumed
+                    .first_resent
+                    .get_or_insert_with(|| Some(Bytes::copy_from_slice(&id)));
+            }
+            Ok(Decision::Skip(Skip::DuplicateResponse { .. })) if fresh => {
+                self.resumed.resent += 1;
+                self.resumed.first_resent.get_or_insert(None);
+            }
+            Ok(_) => {}
+            Err(e) => self.refuse(e),
+        }
+    }
+
+    /// The probe dropped the call's connection: the guard decides whether and from where to
+    /// resume. Returns the `Last-Event-ID` to send, if there is one.
+    fn cut(&mut self) -> Option<Bytes> {
+        let end = ConnectionEnd::from_decoder(&mut self.decoder);
+        let resume = match self.guard.on_disconnect(end) {
+            Ok(resume) => resume,
+            Err(e) => {
+                self.refuse(e);
+                return None;
+            }
+        };
+        self.resumed.interrupted = resume
+            .discarded
+            .filter(|p| p.data_len > 0)
+            .and_then(|p| p.id)
+            .map(|id| Bytes::copy_from_slice(&id));
+        self.resumed.cursor = resume.last_event_id.as_deref().map(Bytes::copy_from_slice);
+        self.phase = Phase::After;
+        self.conn = Tally::default();
+        self.resumed.cursor.clone()
+    }
+
+    /// The resume's response head. Returns whether to read its body.
+    fn reconnect(&mut self, response: &ReconnectResponse) -> bool {
+        if self.refusal.is_some() {
+            return false;
+        }
+        match self.guard.on_reconnect(response) {
+            Ok(()) => true,
+            Err(e) => {
+                self.refuse(e);
+                false
+            }
+        }
+    }
+
+    /// The round's verdict once its last read ended.
+    fn finish(mut self, cut: CutAt, end: End) -> Round {
+        if self.refusal.is_none() && !self.answered {
+            let judged = match &end {
+                End::Eof => self
+                    .guard
+                    .on_disconnect(ConnectionEnd::from_decoder(&mut self.decoder))
+                    .err(),
+                End::Silent(waited) => self.guard.on_replay_timeout(*waited).err(),
+                _ => None,
+            };
+            if let Some(e) = judged {
+                self.refuse(e);
+            }
+        }
+        let conn = &self.conn;
+        let mut notes: Vec<String> = self.note.iter().cloned().collect();
+        if self.phase == Phase::After && conn.primings > 0 && self.refusal.is_none() {
+            notes.push(format!("{} priming event(s)", conn.primings));
+        }
+        if let Some(e) = &conn.dropped {
+            notes.push(Limit::Decoder(e.clone()).to_string());
+        }
+        let round = |behaviour, evidence: String, limit| Round {
+            cut,
+            behaviour,
+            evidence: if notes.is_empty() {
+                evidence
+            } else {
+                format!("{}; {evidence}", notes.join("; "))
+            },
+            limit,
+        };
+        if let Some((phase, e)) = &self.refusal {
+            let when = match phase {
+                Phase::Before => "before the cut",
+                Phase::After => "on the resume",
+            };
+            return round(refused(&e.kind), format!("{when}, guard: {}", e.kind), None);
+        }
+        if self.answered {
+            let (behaviour, evidence) = self.resumed.describe();
+            return round(behaviour, evidence, None);
+        }
+        let seen = format!(
+            "{} bytes, {} event(s), {} with data",
+            conn.bytes, conn.events, conn.messages
+        );
+        match end {
+            End::Error(e) => round(
+                Behaviour::TransportError,
+                format!("the resumed connection failed after {seen}: {e}"),
+                None,
+            ),
+            End::Limit(limit) => round(
+                Behaviour::OverLimit,
+                format!(
+                    "the resumed connection stopped after {seen}, before the response: {limit}"
+                ),
+                Some(limit),
+            ),
+            _ if conn.dropped.is_some() => {
+                let limit = conn.dropped.clone().map(Limit::Decoder);
+                round(
+                    Behaviour::OverLimit,
+                    format!("200 and {seen}, but not the response"),
+                    limit,
+                )
+            }
+            End::Silent(waited) => round(
+                Behaviour::HeldOpen,
+                format!(
+                    "200 and {seen}, but no response and no message within {} ms",
+                    waited.as_millis()
+                ),
+                None,
+            ),
+            End::Eof | End::Decided => round(
+                Behaviour::Empty,
+                format!("200 and {seen}, then the stream ended without the response"),
+                None,
+            ),
+        }
+    }
+}
+
+impl Resumed {
+    /// What a server whose resumed stream the guard accepted did, in words.
+    fn describe(&self) -> (Behaviour, String) {
+        let cursor = show(self.cursor.as_deref());
+        if self.resent > 0 {
+            let first = self.first_resent.clone().flatten();
+            if first.is_some() && first == self.cursor {
+                return (
+                    Behaviour::ResendsCursor,
+                    format!(
+                        "re-sent the Last-Event-ID event {cursor} first, unchanged, then went on"
+                    ),
+                );
+            }
+            return (
+                Behaviour::ResendsCursor,
+                format!(
+                    "re-sent {} already-received event(s) first (from {}), unchanged, then went on",
+                    self.resent,
+                    show(first.as_deref())
+                ),
+            );
+        }
+        match &self.first_new {
+            Some(id) if id.is_some() && *id == self.interrupted => (
+                Behaviour::ReplaysEvent,
+                format!(
+                    "replayed the interrupted event {} whole",
+                    show(id.as_deref())
+                ),
+            ),
+            Some(id) => (
+                Behaviour::Continues,
+                format!(
+                    "went on after {cursor} with the new event {}",
+                    show(id.as_deref())
+                ),
+            ),
+            None => (
+                Behaviour::Continues,
+                "the response had arrived before the cut; the resume re-sent nothing".to_owned(),
+            ),
+        }
+    }
+}
+
+/// The behaviour a guard refusal shows.
+fn refused(kind: &Torn) -> Behaviour {
+    match kind {
+        Torn::SessionExpired => Behaviour::Gone,
+        Torn::ReplayUnavailable { .. } | Torn::UnexpectedResponse { .. } => Behaviour::Conflict,
+        Torn::Busy { .. } => Behaviour::Busy,
+        Torn::ReplayMissed { waited: None } => Behaviour::Empty,
+        Torn::ReplayMissed { waited: Some(_) } => Behaviour::HeldOpen,
+        Torn::Unresumable { .. } => Behaviour::NoIds,
+        Torn::StreamRestarted {
+            why: Restart::IdReused | Restart::MessageRepeated,
+            ..
+        } => Behaviour::Restarted,
+        Torn::StreamRestarted { .. } | Torn::DuplicateResponse { .. } => Behaviour::OtherStream,
+        Torn::Gap { .. } => Behaviour::Reordered,
+        Torn::DecodeLimit { .. } => Behaviour::OverLimit,
+        _ => Behaviour::Corrupt,
+    }
+}
+
+/// Classifies one round from captured bytes, as the live probe does: `before` is what the call's
+/// stream brought up to the cut, `response` the resume's status and headers, `after` its body (read
+/// only when the guard accepts the response head), `request` the call's JSON-RPC id.
+///
+/// A [`Guard`] that expects `request`'s response is fed the events of `before`, the disconnect,
+/// `response` and the events of `after`; the round is resumable
+/// ([`Behaviour::is_resumable`]) exactly when the guard refuses nothing and the response is
+/// delivered, as `ssegate check --request-id` judges the same two connections. A refusal maps to
+/// a behaviour:
+///
+/// | the guard's refusal | behaviour |
+/// | --- | --- |
+/// | `StreamRestarted(IdReused / MessageRepeated)` | [`Behaviour::Restarted`] |
+/// | `StreamRestarted(OtherStream / Backwards)`, `DuplicateResponse` | [`Behaviour::OtherStream`] |
+/// | `Gap` | [`Behaviour::Reordered`] |
+/// | `IncompleteMessage`, `TrailingBytes`, `InvalidMessage` | [`Behaviour::Corrupt`] |
+/// | `ReplayMissed` (ended / silent) | [`Behaviour::Empty`] / [`Behaviour::HeldOpen`] |
+/// | `Unresumable` | [`Behaviour::NoIds`] |
+/// | `SessionExpired` | [`Behaviour::Gone`] |
+/// | `ReplayUnavailable`, `UnexpectedResponse` | [`Behaviour::Conflict`] |
+/// | `Busy` | [`Behaviour::Busy`] |
+///
+/// Without a refusal and without the response, the round is [`Behaviour::Empty`] (or
+/// [`Behaviour::OverLimit`] when the decoder dropped an event). With the response, the guard's
+/// decisions on the resumed connection say how the server went on: events re-sent unchanged first
+/// ([`Behaviour::ResendsCursor`]), the interrupted event whole ([`Behaviour::ReplaysEvent`]), or
+/// new events ([`Behaviour::Continues`]).
+///
+/// ```
+/// use ssegate::guard::ReconnectResponse;
+/// use ssegate::message::RpcId;
+/// use ssegate::probe::{Behaviour, CutAt, classify};
+///
+/// let before = b"id: 0/A\ndata:\n\nid: 1/A\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n";
+/// // The resume answers with another stream's events, and its result to the same request id.
+/// let after = b"id: 5/B\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":2}}\n\n\
+///               id: 6/B\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"other\":true}}\n\n";
+/// let round = classify(CutAt::Boundary, before, &ReconnectResponse::event_stream(), after, RpcId::Number(7));
+/// assert_eq!(round.behaviour, Behaviour::OtherStream);
+/// assert!(!round.behaviour.is_resumable());
+/// ```
+pub fn classify(
+    cut: CutAt,
+    before: &[u8],
+    response: &ReconnectResponse,
+    after: &[u8],
+    request: RpcId,
+) -> Round {
+    let mut watch = Watch::new(request, &sse::Config::default());
+    watch.feed(Bytes::copy_from_slice(before), u64::MAX);
+    let _ = watch.cut();
+    if watch.reconnect(response) {
+        watch.feed(Bytes::copy_from_slice(after), u64::MAX);
+    }
+    watch.finish(cut, End::Eof)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    max_bytes: u64,
+    max_events: u64,
+}
+
+/// Why a read stopped.
+#[derive(Debug)]
+enum Stop {
+    /// The body ended cleanly.
+    Eof,
+    /// The body failed.
+    Error(reqwest::Error),
+    /// The cut point was reached.
+    Cut,
+    /// The guard refused, or the response came (when asked to stop there).
+    Decided,
+    /// A limit.
+    Limit(Limit),
+    /// No message within the replay timeout.
+    Silent(Duration),
+}
+
+/// Reads `body` into `watch` until the cut point `until` (a body byte count), the guard's decision
+/// (its refusal, or with `answer` the response), a limit, the end, an error or, with `replay`, no
+/// message for that long.
+async fn pump<S>(
+    body: &mut S,
+    watch: &mut Watch,
+    limits: Limits,
+    until: Option<u64>,
+    replay: Option<Duration>,
+    answer: bool,
+) -> Stop
+where
+    S: Stream<Item = reqwest::Result<Bytes>> + Unpin,
+{
+    let mut last_message = Instant::now();
     loop {
-        let next = match tokio::time::timeout(idle, body.next()).await {
-            Ok(next) => next,
-            Err(_) => break,
+        if watch.decided(answer) {
+            return Stop::Decided;
+        }
+        let bytes = watch.conn.bytes;
+        if until.is_some_and(|at| bytes >= at) {
+            return Stop::Cut;
+        }
+        if bytes >= limits.max_bytes {
+            return Stop::Limit(Limit::Bytes(limits.max_bytes));
+        }
+        if watch.conn.events >= limits.max_events {
+            return Stop::Limit(Limit::Events(limits.max_events));
+        }
+        let next = match replay {
+            Some(t) => match tokio::time::timeout_at(last_message + t, body.next()).await {
+                Ok(next) => next,
+                Err(_) => return Stop::Silent(last_message.elapsed()),
+            },
+            None => body.next().await,
         };
-        let Some(Ok(mut chunk)) = next else {
-            read.ended = true;
-            break;
+        let mut chunk = match next {
+            None => return Stop::Eof,
+            Some(Err(e)) => return Stop::Error(e),
+            Some(Ok(chunk)) => chunk,
         };
-        let room = limit - taken;
+        let room = until.unwrap_or(u64::MAX).min(limits.max_bytes) - bytes;
         if chunk.len() as u64 > room {
             chunk.truncate(room as usize);
         }
-        taken += chunk.len() as u64;
-        raw.extend_from_slice(&chunk);
-        decoder.feed(chunk);
-        while let Some(Ok(e)) = decoder.next_event() {
-            read.events.push(seen(&e, decoder.offset()));
-        }
-        if taken >= limit || stop(&read.events) {
-            break;
+        let messages = watch.conn.messages;
+        watch.feed(chunk, limits.max_events);
+        if watch.conn.messages > messages {
+            last_message = Instant::now();
         }
     }
-    read.retry = decoder.retry();
-    read.partial_id = decoder.finish().and_then(|p| p.id);
-    (read, Bytes::from(raw))
 }
 
-fn is_response(data: &[u8]) -> bool {
-    let message =
-        crate::message::Message::new(crate::sse::Data::from(Bytes::copy_from_slice(data)));
-    message.jsonrpc_peek().kind == crate::message::RpcKind::Response
-}
-
-fn show(id: &Option<Bytes>) -> String {
-    id.as_deref().map_or_else(
-        || "(none)".into(),
-        |b| format!("{:?}", String::from_utf8_lossy(b)),
-    )
-}
-
-/// Runs the probe against `url`.
+/// Runs the probe against `url`, within [`ProbeConfig::timeout`].
 pub async fn probe(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
+    match tokio::time::timeout(config.timeout, run(url, config)).await {
+        Ok(result) => result,
+        Err(_) => Err(ProbeError::Timeout(config.timeout)),
+    }
+}
+
+async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
+    let limits = Limits {
+        max_bytes: config.max_bytes,
+        max_events: config.max_events,
+    };
     let mut client_config = config.client.clone();
     client_config.reuse_connections(false);
     let client = Client::connect(url, client_config).await?;
@@ -400,71 +1125,145 @@ pub async fn probe(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError
                "params": {"name": tool, "arguments": config.args}})
     };
     // The baseline: the whole stream, to find where to cut.
-    let res = client.raw_post(&call(1_000_001)).await?;
-    if !is_sse(&res) {
-        return Err(ProbeError::NoStream(format!(
-            "tools/call {tool} answered {:?}, not an event stream",
-            res.headers().get(header::CONTENT_TYPE)
-        )));
-    }
-    let (base, _) = read_events(res, u64::MAX, Duration::from_secs(60), |e| {
-        e.last().is_some_and(|s| is_response(&s.data))
-    })
+    let res = open(&client, &call(1_000_001), &tool).await?;
+    let mut base = Watch::new(RpcId::Number(1_000_001), &config.decoder);
+    let stop = pump(
+        &mut pin!(res.bytes_stream()),
+        &mut base,
+        limits,
+        None,
+        None,
+        true,
+    )
     .await;
-    let (largest, _) = base
-        .events
-        .iter()
-        .enumerate()
-        .max_by_key(|(_, e)| e.data.len())
-        .filter(|(_, e)| !e.data.is_empty())
-        .ok_or_else(|| {
-            ProbeError::NoStream(format!("the stream of {tool} has no event with data"))
-        })?;
-    let start = if largest == 0 {
-        0
-    } else {
-        base.events[largest - 1].end
+    if let Some((_, e)) = base.refusal.take() {
+        return Err(ProbeError::Refused(e));
+    }
+    if !base.answered {
+        let (bytes, events) = (base.conn.bytes, base.conn.events);
+        let limit = match stop {
+            Stop::Error(source) => return Err(ProbeError::Transport { bytes, source }),
+            _ if base.conn.dropped.is_some() => base.conn.dropped.clone().map(Limit::Decoder),
+            Stop::Limit(limit) => Some(limit),
+            _ => None,
+        };
+        if let Some(limit) = limit {
+            return Err(ProbeError::Limit {
+                bytes,
+                events,
+                limit,
+            });
+        }
+    }
+    // Cut in the middle of the largest event with data and at the boundary before it; a stream
+    // with no event with data (a priming event, then the end) is cut once, after its last event.
+    let cuts = match base.conn.largest {
+        Some((_, start, end)) => vec![
+            (CutAt::MidEvent, start + (end - start) / 2),
+            (CutAt::Boundary, start),
+        ],
+        None if base.conn.events > 0 && !base.answered => {
+            vec![(CutAt::Boundary, base.conn.last_end)]
+        }
+        None => {
+            return Err(ProbeError::NoStream(format!(
+                "the stream of {tool} has no event with data"
+            )));
+        }
     };
-    let end = base.events[largest].end;
-    let ids: Vec<&Bytes> = base.events.iter().filter_map(|e| e.id.as_ref()).collect();
     let mut info = ServerInfo {
         protocol_version: client.protocol_version(),
         session: client.session_id().is_some(),
-        priming: base
-            .events
-            .first()
-            .is_some_and(|e| e.id.is_some() && e.data.is_empty()),
-        retry_ms: base.retry,
-        id_scheme: if ids.is_empty() {
-            IdScheme::None
-        } else {
-            IdScheme::Opaque
-        },
+        priming: base.conn.first_priming == Some(true),
+        retry_ms: base.decoder.retry(),
+        id_scheme: IdScheme::None,
         tool: tool.clone(),
     };
     let mut rounds = Vec::new();
-    let mut second_ids = Vec::new();
-    for (n, (cut, at)) in [
-        (CutAt::MidEvent, start + (end - start) / 2),
-        (CutAt::Boundary, start),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let res = client.raw_post(&call(1_000_002 + n as i64)).await?;
-        let (before, _) = read_events(res, at, Duration::from_secs(60), |_| false).await;
+    let mut second_ids = IdTrack::default();
+    for (n, (cut, at)) in cuts.into_iter().enumerate() {
+        let id = 1_000_002 + n as i64;
+        let res = open(&client, &call(id), &tool).await?;
+        let mut watch = Watch::new(RpcId::Number(id), &config.decoder);
+        let body = &mut pin!(res.bytes_stream());
+        let stop = pump(body, &mut watch, limits, Some(at), None, false).await;
         if n == 0 {
-            second_ids = before.events.iter().filter_map(|e| e.id.clone()).collect();
+            second_ids = watch.conn.ids.clone();
         }
-        let round = resume_round(&client, cut, &before, config.replay_timeout).await?;
+        let round = match stop {
+            Stop::Cut => resume_round(&client, watch, cut, limits, config.replay_timeout).await,
+            // The server ended its stream before the cut point: a cut all the same.
+            Stop::Eof => {
+                watch.note = Some(format!(
+                    "the call's stream ended after {} bytes, before the cut at byte {at}",
+                    watch.conn.bytes
+                ));
+                resume_round(&client, watch, cut, limits, config.replay_timeout).await
+            }
+            Stop::Decided => watch.finish(cut, End::Decided),
+            Stop::Error(e) => early(
+                cut,
+                &watch,
+                at,
+                Behaviour::TransportError,
+                "failed",
+                chain(&e),
+                None,
+            ),
+            Stop::Limit(limit) => early(
+                cut,
+                &watch,
+                at,
+                Behaviour::OverLimit,
+                "stopped",
+                limit.to_string(),
+                Some(limit),
+            ),
+            Stop::Silent(_) => unreachable!("no replay timeout before the cut"),
+        };
         rounds.push(round);
     }
-    info.id_scheme = id_scheme(&ids, &second_ids);
+    info.id_scheme = id_scheme(&base.conn.ids, &second_ids);
     let _ = client.close().await;
     Ok(Report {
         server: info,
         rounds,
     })
+}
+
+/// A round whose call stream stopped before the cut point.
+fn early(
+    cut: CutAt,
+    watch: &Watch,
+    at: u64,
+    behaviour: Behaviour,
+    what: &str,
+    detail: String,
+    limit: Option<Limit>,
+) -> Round {
+    Round {
+        cut,
+        behaviour,
+        evidence: format!(
+            "the call's stream {what} after {} bytes and {} event(s), before the cut at byte {at}: \
+             {detail}",
+            watch.conn.bytes, watch.conn.events
+        ),
+        limit,
+    }
+}
+
+/// POSTs the call; its answer must be an event stream.
+async fn open(client: &Client, call: &Value, tool: &str) -> Result<reqwest::Response, ProbeError> {
+    let res = client.raw_post(call).await?;
+    if is_sse(&res) {
+        Ok(res)
+    } else {
+        Err(ProbeError::NoStream(format!(
+            "tools/call {tool} answered {:?}, not an event stream",
+            res.headers().get(header::CONTENT_TYPE)
+        )))
+    }
 }
 
 fn is_sse(res: &reqwest::Response) -> bool {
@@ -475,188 +1274,51 @@ fn is_sse(res: &reqwest::Response) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
 }
 
-/// `N`, `N/<stream>` (rmcp) or `<stream>-N`: the stream part and the number.
-fn numbered(id: &[u8]) -> Option<(&[u8], u64)> {
-    let digits = |d: &[u8]| -> Option<u64> {
-        if d.is_empty() || d.len() > 19 || !d.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(d).ok()?.parse().ok()
-    };
-    if let Some(n) = digits(id) {
-        return Some((b"", n));
-    }
-    if let Some(slash) = id.iter().position(|&b| b == b'/') {
-        return Some((&id[slash + 1..], digits(&id[..slash])?));
-    }
-    let dash = id.iter().rposition(|&b| b == b'-')?;
-    Some((&id[..dash], digits(&id[dash + 1..])?))
-}
-
-/// The numbers of one stream's ids, when they share one stream part and strictly increase (a
-/// uuid whose last group happens to be digits does not: its other groups change).
-fn stream_numbers<'a>(ids: impl IntoIterator<Item = &'a [u8]>) -> Option<(Vec<u8>, Vec<u64>)> {
-    let mut part: Option<&[u8]> = None;
-    let mut numbers = Vec::new();
-    for id in ids {
-        let (p, n) = numbered(id)?;
-        if part.is_some_and(|q| q != p) || numbers.last().is_some_and(|&last| n <= last) {
-            return None;
-        }
-        part = Some(p);
-        numbers.push(n);
-    }
-    Some((part?.to_vec(), numbers))
-}
-
-fn id_scheme(first: &[&Bytes], second: &[Bytes]) -> IdScheme {
-    if first.is_empty() {
-        return IdScheme::None;
-    }
-    let a = stream_numbers(first.iter().map(|b| &b[..]));
-    let b = stream_numbers(second.iter().map(|b| &b[..]));
-    match (a, b) {
-        (Some((pa, na)), Some((pb, nb))) => match (na.last(), nb.first()) {
-            // A second stream under the same stream part that starts above the first one's last
-            // id shares its counter.
-            (Some(last), Some(next)) if pa == pb && next > last => IdScheme::SessionNumbers,
-            _ => IdScheme::PerStreamNumbers,
-        },
-        (Some(_), None) if second.is_empty() => IdScheme::PerStreamNumbers,
-        _ => IdScheme::Opaque,
-    }
-}
-
+/// Cuts the round's stream where the probe stopped reading, resumes, and judges the answer.
 async fn resume_round(
     client: &Client,
+    mut watch: Watch,
     cut: CutAt,
-    before: &Read,
+    limits: Limits,
     replay_timeout: Duration,
-) -> Result<Round, ProbeError> {
-    let round = |behaviour, evidence: String| Round {
-        cut,
-        behaviour,
-        evidence,
+) -> Round {
+    let Some(cursor) = watch.cut() else {
+        return watch.finish(cut, End::Decided);
     };
-    let Some(cursor_event) = before.events.iter().rev().find(|e| e.id.is_some()) else {
-        return Ok(round(
-            Behaviour::NoIds,
-            format!(
-                "{} events before the cut, none with an id",
-                before.events.len()
-            ),
-        ));
-    };
-    let cursor = cursor_event.id.clone().expect("found with an id");
-    let res = client.raw_get(&cursor).await?;
-    let status = res.status().as_u16();
-    match status {
-        200 if is_sse(&res) => {}
-        404 => return Ok(round(Behaviour::Gone, "the resume was answered 404".into())),
-        _ => {
-            let retry = res
-                .headers()
-                .get(header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .map_or(String::new(), |v| format!(", Retry-After {v}"));
-            return Ok(round(
-                Behaviour::Conflict,
-                format!("the resume was answered {status}{retry}"),
-            ));
+    let res = match client.raw_get(&cursor).await {
+        Ok(res) => res,
+        Err(e) => {
+            let why = format!("the resume request failed: {}", chain(&e));
+            return watch.finish(cut, End::Error(why));
         }
+    };
+    let header = |name| res.headers().get(name).map(HeaderValue::as_bytes);
+    let response = ReconnectResponse::from_raw(
+        res.status().as_u16(),
+        header(header::RETRY_AFTER),
+        header(header::CONTENT_TYPE),
+        SystemTime::now(),
+    );
+    if !watch.reconnect(&response) {
+        return watch.finish(cut, End::Decided);
     }
-    let started = Instant::now();
-    let (after, _) = read_events(res, u64::MAX, replay_timeout, |e| {
-        e.iter().any(|s| is_response(&s.data))
-    })
+    let stop = pump(
+        &mut pin!(res.bytes_stream()),
+        &mut watch,
+        limits,
+        None,
+        Some(replay_timeout),
+        true,
+    )
     .await;
-    let waited = started.elapsed();
-    let primes = after
-        .events
-        .iter()
-        .take_while(|e| e.data.is_empty())
-        .count();
-    let priming_note = if primes > 0 {
-        format!("{primes} priming event(s) first; ")
-    } else {
-        String::new()
+    let end = match stop {
+        Stop::Eof => End::Eof,
+        Stop::Error(e) => End::Error(chain(&e)),
+        Stop::Limit(limit) => End::Limit(limit),
+        Stop::Silent(waited) => End::Silent(waited),
+        Stop::Decided | Stop::Cut => End::Decided,
     };
-    let Some(first) = after.events.iter().find(|e| !e.data.is_empty()) else {
-        return Ok(if after.ended {
-            round(
-                Behaviour::Empty,
-                format!("{priming_note}200 and the stream ended with no event with data"),
-            )
-        } else {
-            round(
-                Behaviour::HeldOpen,
-                format!(
-                    "{priming_note}200 and nothing with data within {} ms",
-                    waited.as_millis()
-                ),
-            )
-        });
-    };
-    let earlier = |data: &Bytes| before.events.iter().position(|e| e.data == *data);
-    let behaviour = if first.id.as_ref() == Some(&cursor) && first.data == cursor_event.data {
-        (
-            Behaviour::ResendsCursor,
-            format!("re-sent the Last-Event-ID event {} first", show(&first.id)),
-        )
-    } else if let Some(i) = earlier(&first.data) {
-        let old = &before.events[i];
-        if old.id == first.id {
-            (
-                Behaviour::Reordered,
-                format!("sent the already-received event {} again", show(&first.id)),
-            )
-        } else {
-            (
-                Behaviour::Restarted,
-                format!(
-                    "sent the content of event {} again under the new id {}",
-                    show(&old.id),
-                    show(&first.id)
-                ),
-            )
-        }
-    } else if first.id.is_some() && before.events.iter().any(|e| e.id == first.id) {
-        (
-            Behaviour::Reordered,
-            format!("reused the id {} with other content", show(&first.id)),
-        )
-    } else if cut == CutAt::MidEvent && before.partial_id.is_some() && first.id == before.partial_id
-    {
-        (
-            Behaviour::ReplaysEvent,
-            format!("replayed the interrupted event {} whole", show(&first.id)),
-        )
-    } else {
-        (
-            Behaviour::Continues,
-            format!(
-                "went on after {} with the new event {}",
-                show(&Some(cursor.clone())),
-                show(&first.id)
-            ),
-        )
-    };
-    let got_response = after.events.iter().any(|e| is_response(&e.data));
-    if behaviour.0.is_resumable() && !got_response {
-        let (b, why) = if after.ended {
-            (
-                Behaviour::Empty,
-                "but the stream ended without the response",
-            )
-        } else {
-            (
-                Behaviour::HeldOpen,
-                "but the response did not come within the replay timeout",
-            )
-        };
-        return Ok(round(b, format!("{priming_note}{} {why}", behaviour.1)));
-    }
-    Ok(round(behaviour.0, format!("{priming_note}{}", behaviour.1)))
+    watch.finish(cut, end)
 }
 
 impl Client {
@@ -688,18 +1350,20 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::check::{self, Connection};
 
     fn scheme(a: &[&str], b: &[&str]) -> IdScheme {
-        let a: Vec<Bytes> = a
-            .iter()
-            .map(|s| Bytes::copy_from_slice(s.as_bytes()))
-            .collect();
-        let b: Vec<Bytes> = b
-            .iter()
-            .map(|s| Bytes::copy_from_slice(s.as_bytes()))
-            .collect();
-        id_scheme(&a.iter().collect::<Vec<_>>(), &b)
+        let track = |ids: &[&str]| {
+            let mut t = IdTrack::default();
+            for id in ids {
+                t.push(id.as_bytes());
+            }
+            t
+        };
+        id_scheme(&track(a), &track(b))
     }
 
     #[test]
@@ -736,5 +1400,267 @@ mod tests {
             IdScheme::Opaque
         );
         assert_eq!(scheme(&[], &[]), IdScheme::None);
+    }
+
+    /// Whether `ssegate check --request-id 7` (a `ResumableStream` over the connections) accepts
+    /// the capture: no refusal, and the response delivered.
+    fn guard_accepts(connections: &[Connection]) -> bool {
+        let summary = check::check(
+            connections,
+            &crate::resume::Config::default(),
+            &[RpcId::Number(7)],
+            |_| {},
+        );
+        summary.errors == 0 && summary.unanswered.is_empty()
+    }
+
+    /// [`classify`] of a two-connection capture, with the stream fed in chunks of `step` bytes.
+    fn classify_in_steps(connections: &[Connection], step: usize) -> Round {
+        let [before, after] = connections else {
+            panic!("two connections");
+        };
+        let response = after
+            .response
+            .clone()
+            .unwrap_or_else(ReconnectResponse::event_stream);
+        if step == usize::MAX {
+            return classify(
+                CutAt::MidEvent,
+                &before.body,
+                &response,
+                &after.body,
+                RpcId::Number(7),
+            );
+        }
+        let mut watch = Watch::new(RpcId::Number(7), &sse::Config::default());
+        for piece in before.body.chunks(step) {
+            watch.feed(Bytes::copy_from_slice(piece), u64::MAX);
+        }
+        let _ = watch.cut();
+        if watch.reconnect(&response) {
+            for piece in after.body.chunks(step) {
+                watch.feed(Bytes::copy_from_slice(piece), u64::MAX);
+            }
+        }
+        watch.finish(CutAt::MidEvent, End::Eof)
+    }
+
+    fn assert_agrees(name: &str, connections: &[Connection]) -> Round {
+        let accepted = guard_accepts(connections);
+        let round = classify_in_steps(connections, usize::MAX);
+        assert_eq!(
+            round.behaviour.is_resumable(),
+            accepted,
+            "{name}: classified {round:?}, the guard {}",
+            if accepted { "accepts" } else { "refuses" }
+        );
+        for step in [1, 2, 7, 64] {
+            let chunked = classify_in_steps(connections, step);
+            assert_eq!(
+                chunked.behaviour, round.behaviour,
+                "{name}: fed in chunks of {step}"
+            );
+        }
+        round
+    }
+
+    fn progress(n: u32) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"t","progress":{n}}}}}"#
+        )
+    }
+
+    /// The foreign-stream resume: the call's stream `a` (a priming event, and a progress
+    /// notification unless `priming_only`), resumed with stream `b`'s progress and a result to the
+    /// same request id from another session.
+    fn foreign(ids: [&str; 4], priming_only: bool) -> Vec<Connection> {
+        let [a0, a1, b5, b6] = ids;
+        let mut before = format!("id: {a0}\ndata:\n\n");
+        if !priming_only {
+            before += &format!("id: {a1}\ndata: {}\n\n", progress(1));
+        }
+        let after = format!(
+            "id: {b5}\ndata: {}\n\nid: {b6}\ndata: {}\n\n",
+            progress(2),
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"another session"}]}}"#
+        );
+        vec![
+            Connection::new(None, Bytes::from(before)),
+            Connection::new(Some(ReconnectResponse::event_stream()), Bytes::from(after)),
+        ]
+    }
+
+    /// Every two-connection capture of `tests/data/captures` is resumable exactly when the guard
+    /// accepts it, whatever the chunking; and the foreign-stream resumes are not.
+    #[test]
+    fn classification_agrees_with_the_guard() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "sse"))
+            .collect();
+        files.sort();
+        let mut seen = 0;
+        for path in &files {
+            let capture = Bytes::from(std::fs::read(path).unwrap());
+            let connections = check::split_capture(&capture).unwrap();
+            if connections.len() != 2 {
+                continue;
+            }
+            let name = path.file_name().unwrap().to_string_lossy();
+            let round = assert_agrees(&name, &connections);
+            seen += 1;
+            let want = match &*name {
+                "faulty-restart.sse" => Some(Behaviour::Restarted),
+                "faulty-skips-interrupted.sse" => Some(Behaviour::Reordered),
+                "session-counter.sse" | "priming-on-resume.sse" | "uuid-digit-groups.sse" => {
+                    Some(Behaviour::Continues)
+                }
+                _ => None,
+            };
+            if let Some(want) = want {
+                assert_eq!(round.behaviour, want, "{name}: {round:?}");
+            }
+        }
+        assert!(seen >= 5, "only {seen} two-connection captures");
+        for ids in [["0/A", "1/A", "5/B", "6/B"], ["A-0", "A-1", "B-5", "B-6"]] {
+            for priming_only in [false, true] {
+                let name = format!("foreign stream {ids:?}, priming only: {priming_only}");
+                let round = assert_agrees(&name, &foreign(ids, priming_only));
+                assert_eq!(round.behaviour, Behaviour::OtherStream, "{name}: {round:?}");
+                assert!(round.evidence.contains("guard"), "{name}: {round:?}");
+            }
+        }
+    }
+
+    /// The same stream resumed by a server that continues it is resumable, and each way of going on
+    /// is told apart by the guard's decisions.
+    #[test]
+    fn accepted_resumes_are_described() {
+        let before = format!(
+            "id: 0/A\ndata:\n\nid: 1/A\ndata: {}\n\nid: 2/A\ndata: {{\"jsonrpc\":\"2.0\",\"id\":7,\"res",
+            progress(1)
+        );
+        let result = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+        let run = |after: String| {
+            classify(
+                CutAt::MidEvent,
+                before.as_bytes(),
+                &ReconnectResponse::event_stream(),
+                after.as_bytes(),
+                RpcId::Number(7),
+            )
+        };
+        let round = run(format!("id: 2/A\ndata: {result}\n\n"));
+        assert_eq!(round.behaviour, Behaviour::ReplaysEvent, "{round:?}");
+        let round = run(format!(
+            "id: 1/A\ndata: {}\n\nid: 2/A\ndata: {result}\n\n",
+            progress(1)
+        ));
+        assert_eq!(round.behaviour, Behaviour::ResendsCursor, "{round:?}");
+        assert!(
+            round.evidence.contains("Last-Event-ID event \"1/A\""),
+            "{round:?}"
+        );
+        // The interrupted event skipped: a gap.
+        let round = run(format!("id: 3/A\ndata: {result}\n\n"));
+        assert_eq!(round.behaviour, Behaviour::Reordered, "{round:?}");
+        // The interrupted event's id with other content... is the replay of another event.
+        let round = run(format!("id: 1/A\ndata: {}\n\n", progress(9)));
+        assert_eq!(round.behaviour, Behaviour::Restarted, "{round:?}");
+        // Nothing but priming events, then the end.
+        let round = run("id: 9/A\ndata:\n\n".to_owned());
+        assert_eq!(round.behaviour, Behaviour::Empty, "{round:?}");
+        let round = classify(
+            CutAt::MidEvent,
+            before.as_bytes(),
+            &ReconnectResponse {
+                status: 404,
+                retry_after: None,
+                content_type: None,
+            },
+            b"",
+            RpcId::Number(7),
+        );
+        assert_eq!(round.behaviour, Behaviour::Gone, "{round:?}");
+        // No id before the cut.
+        let round = classify(
+            CutAt::MidEvent,
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"res",
+            &ReconnectResponse::event_stream(),
+            result.as_bytes(),
+            RpcId::Number(7),
+        );
+        assert_eq!(round.behaviour, Behaviour::NoIds, "{round:?}");
+    }
+
+    fn lines(chunk: &'static [u8]) -> impl Stream<Item = reqwest::Result<Bytes>> + Unpin {
+        futures_util::stream::repeat_with(move || Ok(Bytes::from_static(chunk)))
+    }
+
+    /// Reads stop at their limits and say which: an endless data line is dropped by the decoder
+    /// (and the read stops there), endless comments stop at the byte limit, endless tiny events at
+    /// the event limit, a resume that sends only priming events at the replay timeout.
+    #[tokio::test]
+    async fn every_read_is_bounded() {
+        let limits = Limits {
+            max_bytes: 1 << 20,
+            max_events: 1000,
+        };
+        let mut decoder = sse::Config::default();
+        decoder.max_line(64 << 10).max_event(64 << 10);
+        let mut watch = Watch::new(RpcId::Number(7), &decoder);
+        let mut body = pin!(
+            futures_util::stream::once(async { Ok(Bytes::from_static(b"data: ")) })
+                .chain(lines(&[b'x'; 4096]))
+        );
+        let stop = pump(&mut body, &mut watch, limits, None, None, true).await;
+        assert!(matches!(stop, Stop::Decided), "{stop:?}");
+        assert!(
+            matches!(watch.conn.dropped, Some(DecodeError::LineTooLong { .. })),
+            "{:?}",
+            watch.conn.dropped
+        );
+        assert!(watch.conn.bytes < 80 << 10, "{}", watch.conn.bytes);
+
+        let mut watch = Watch::new(RpcId::Number(7), &decoder);
+        let stop = pump(&mut lines(b": k\n"), &mut watch, limits, None, None, true).await;
+        assert!(
+            matches!(stop, Stop::Limit(Limit::Bytes(n)) if n == 1 << 20),
+            "{stop:?}"
+        );
+        assert_eq!(watch.conn.bytes, 1 << 20);
+
+        let mut watch = Watch::new(RpcId::Number(7), &sse::Config::default());
+        let stop = pump(
+            &mut lines(b"data: {}\n\n"),
+            &mut watch,
+            limits,
+            None,
+            None,
+            true,
+        )
+        .await;
+        assert!(matches!(stop, Stop::Limit(Limit::Events(1000))), "{stop:?}");
+        assert_eq!(watch.conn.events, 1000);
+
+        let mut watch = Watch::new(RpcId::Number(7), &sse::Config::default());
+        watch.feed(Bytes::from_static(b"id: 1\ndata: {}\n\n"), u64::MAX);
+        assert_eq!(watch.cut().as_deref(), Some(&b"1"[..]));
+        assert!(watch.reconnect(&ReconnectResponse::event_stream()));
+        let primings = futures_util::stream::unfold(2u64, |n| async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Some((Ok(Bytes::from(format!("id: {n}\ndata:\n\n"))), n + 1))
+        });
+        let mut primings = pin!(primings);
+        let replay = Some(Duration::from_millis(200));
+        let stop = pump(&mut primings, &mut watch, limits, None, replay, true).await;
+        let Stop::Silent(waited) = stop else {
+            panic!("{stop:?}")
+        };
+        assert!(watch.conn.primings > 3);
+        let round = watch.finish(CutAt::Boundary, End::Silent(waited));
+        assert_eq!(round.behaviour, Behaviour::HeldOpen, "{round:?}");
     }
 }

@@ -9,9 +9,12 @@ use ssegate::probe::{ProbeConfig, Report, probe};
 
 /// Probe a live MCP server's resumption behaviour: initialize, list tools, call a tool, cut the
 /// connection in the middle of its largest event and (second round) at the event boundary before
-/// it, resume with Last-Event-ID, and classify what the server did: continues, replays-event,
-/// resends-cursor, restarted, empty, held-open, reordered, conflict, gone or no-ids. Exit status 0:
-/// resumable; 1: not resumable; 2: the probe could not run. The tool is called three times.
+/// it, resume with Last-Event-ID, and judge the resumed stream with ssegate's guard: continues,
+/// replays-event, resends-cursor (resumable), or restarted, other-stream, reordered, corrupt, empty,
+/// held-open, conflict, busy, gone, no-ids, over-limit, transport-error. Every read is bounded
+/// (--max-bytes, --max-events per connection, --timeout for the whole probe). Exit status 0:
+/// resumable; 1: not resumable; 2: the probe could not run (or did not finish within --timeout).
+/// The tool is called three times.
 #[derive(clap::Args, Debug)]
 pub(crate) struct ProbeArgs {
     /// The server's MCP endpoint (`http://` or `https://`).
@@ -28,12 +31,31 @@ pub(crate) struct ProbeArgs {
     /// A PEM file of certificates to trust besides the platform's roots.
     #[arg(long)]
     cacert: Option<PathBuf>,
-    /// How long a resume may bring nothing before it counts as held open, in milliseconds.
+    /// How long a resume may bring no message before it counts as held open, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     replay_timeout_ms: u64,
+    /// The deadline of the whole probe, in seconds (fractions allowed); past it the probe stops
+    /// and exits 2.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = seconds)]
+    timeout: f64,
+    /// Most body bytes read on one connection (default 256 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    max_bytes: u64,
+    /// Most events read on one connection.
+    #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
+    max_events: u64,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    let secs: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if secs.is_finite() && secs > 0.0 && secs < 1e9 {
+        Ok(secs)
+    } else {
+        Err("expected a positive number of seconds".to_owned())
+    }
 }
 
 fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
@@ -59,7 +81,10 @@ fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
     let mut config = ProbeConfig::default();
     config
         .client(client)
-        .replay_timeout(Duration::from_millis(args.replay_timeout_ms));
+        .replay_timeout(Duration::from_millis(args.replay_timeout_ms))
+        .timeout(Duration::from_secs_f64(args.timeout))
+        .max_bytes(args.max_bytes)
+        .max_events(args.max_events);
     if let Some(tool) = &args.tool {
         let arguments =
             serde_json::from_str(&args.args).map_err(|e| format!("--args {:?}: {e}", args.args))?;
@@ -81,7 +106,7 @@ fn print_text(report: &Report) {
     );
     for r in &report.rounds {
         println!(
-            "{:<9} {:<14} {}",
+            "{:<9} {:<15} {}",
             r.cut.as_str(),
             r.behaviour.as_str(),
             r.evidence
@@ -116,7 +141,10 @@ pub(crate) fn run(args: &ProbeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(probe(&args.url, &config)) {
+    let result = runtime.block_on(probe(&args.url, &config));
+    // Whatever the server still holds open (a trickle, a body nobody reads) is not waited for.
+    runtime.shutdown_background();
+    match result {
         Ok(report) => {
             if args.json {
                 println!("{}", report.to_json());

@@ -87,6 +87,14 @@ fn a_probe_that_cannot_run_exits_two() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("ssegate probe:"));
     let out = probe(&["http://127.0.0.1:1/mcp", "--header", "no colon"]);
     assert_eq!(out.status.code(), Some(2));
+    for bad in ["0", "-1", "soon", "inf"] {
+        let out = probe(&["http://127.0.0.1:1/mcp", &format!("--timeout={bad}")]);
+        assert_eq!(out.status.code(), Some(2), "--timeout {bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--timeout"),
+            "--timeout {bad}"
+        );
+    }
 }
 
 #[test]
