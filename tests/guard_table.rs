@@ -631,7 +631,10 @@ fn after_resume_one_id_that_names_its_stream_tells_another_streams_events() {
             Some("err StreamRestarted OtherStream"),
             "{got:?}"
         );
-        assert!(!got.iter().any(|d| d.starts_with("deliver 5") || d.starts_with("deliver 6")));
+        assert!(
+            !got.iter()
+                .any(|d| d.starts_with("deliver 5") || d.starts_with("deliver 6"))
+        );
     }
     // The same stream going on after one id is accepted, whatever its numbers.
     for (before, next) in [

@@ -185,13 +185,18 @@ fn no_reconnect_comes_sooner_than_the_jittered_floor_whatever_the_server_asks() 
         waits.push(now - before);
     }
     for w in &waits {
-        assert!(*w >= floor && *w <= floor * 3 / 2, "{w:?} outside [{floor:?}, 1.5x]");
+        assert!(
+            *w >= floor && *w <= floor * 3 / 2,
+            "{w:?} outside [{floor:?}, 1.5x]"
+        );
     }
     // Jittered: not all the same.
     assert!(waits.windows(2).any(|w| w[0] != w[1]), "{waits:?}");
     // The floor never exceeds the clamp.
     let mut config = Config::default();
-    config.min_delay(Duration::from_secs(10)).max_delay(Duration::from_secs(1));
+    config
+        .min_delay(Duration::from_secs(10))
+        .max_delay(Duration::from_secs(1));
     let mut s = stream_with(&mut config);
     cut_after_priming(&mut s, t0, b"p");
     let mut now = t0;

@@ -119,7 +119,8 @@ async fn an_event_dropped_over_a_limit_while_the_response_is_outstanding_ends_th
     stream.expect_response(RpcId::Number(1));
     let pulled = Arc::new(Mutex::new(0usize));
     let count = pulled.clone();
-    let prefix = Bytes::from_static(b"id: 0\ndata:\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"");
+    let prefix =
+        Bytes::from_static(b"id: 0\ndata:\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"");
     let filler = Bytes::from(vec![b'x'; 64 << 10]);
     type DynBody =
         std::pin::Pin<Box<dyn futures::Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
@@ -141,16 +142,16 @@ async fn an_event_dropped_over_a_limit_while_the_response_is_outstanding_ends_th
         .expect("the stream must fail, not read forever");
     match first {
         Some(Err(Failure::Refused(e))) => {
-            assert!(
-                matches!(e.kind, guard::Torn::DecodeLimit { .. }),
-                "{e}"
-            );
+            assert!(matches!(e.kind, guard::Torn::DecodeLimit { .. }), "{e}");
             assert_eq!(e.outstanding, [RpcId::Number(1)]);
             assert!(e.to_string().contains("1048576"), "{e}");
         }
         other => panic!("expected the decode limit, got {other:?}"),
     }
-    assert!(guarded.next().await.is_none(), "the failure is the last item");
+    assert!(
+        guarded.next().await.is_none(),
+        "the failure is the last item"
+    );
     // Read up to the limit and a chunk past it, not on and on.
     let pulled = *pulled.lock().unwrap();
     assert!(pulled <= 18, "{pulled} chunks of 64 KiB read");

@@ -1517,7 +1517,8 @@ impl Client {
                     Err(e) => json!({"jsonrpc": "2.0", "id": value["id"],
                                      "error": {"code": e.code, "message": e.message}}),
                 };
-                match self.post(session, &body, "answer a server request").await {
+                let answer = self.post(session, &body, "answer a server request");
+                match within(self.inner.config.call_timeout, answer).await {
                     Ok(res) if res.status().is_success() => {}
                     Ok(res) => warn!(status = res.status().as_u16(), method, "answer refused"),
                     Err(e) => warn!(error = %e, method, "answer failed"),
@@ -1641,7 +1642,8 @@ impl Drop for CancelOnDrop {
             let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                               "params": {"requestId": id, "reason": "the client dropped the call"}});
             let session = client.session();
-            if let Err(e) = client.post(&session, &note, "notifications/cancelled").await {
+            let post = client.post(&session, &note, "notifications/cancelled");
+            if let Err(e) = within(client.inner.config.call_timeout, post).await {
                 debug!(error = %e, "could not send notifications/cancelled");
             }
         });
