@@ -85,7 +85,7 @@ pub struct Config {
     max_reconnect_attempts: u32,
     backoff: Duration,
     keep_open: bool,
-    jitter_seed: u64,
+    jitter_seed: Option<u64>,
     gate_ahead: usize,
 }
 
@@ -114,7 +114,7 @@ impl Default for Config {
             max_reconnect_attempts: 6,
             backoff: Duration::from_millis(250),
             keep_open: false,
-            jitter_seed: crate::guard::random_seed(),
+            jitter_seed: None,
             gate_ahead: AHEAD_MIN,
         }
     }
@@ -208,11 +208,11 @@ impl Config {
         self
     }
 
-    /// Seed of the backoff jitter (default: from the OS, different for every configuration made
-    /// with `Config::default()`, so that a fleet of clients does not retry in lockstep; set it for
-    /// reproducible tests).
+    /// Seed of the backoff jitter (default: none, and every stream built takes its own from the
+    /// OS, so that a fleet of clients, or the streams of one client, do not retry in lockstep; set
+    /// it for reproducible tests).
     pub fn jitter_seed(&mut self, seed: u64) -> &mut Self {
-        self.jitter_seed = seed;
+        self.jitter_seed = Some(seed);
         self
     }
 
@@ -245,7 +245,7 @@ impl Config {
             stalled: 0,
             progressed: false,
             attempts: 0,
-            rng: self.jitter_seed | 1,
+            rng: self.jitter_seed.unwrap_or_else(crate::guard::random_seed) | 1,
             observe: false,
             last_event: None,
             pending: None,
