@@ -10,47 +10,18 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
 use bytes::Bytes;
 use common::{DECODERS, big_event, dense_event, progress_events};
+use ssegate_oracles::alloc::{Counting, Span};
 
-struct Counting;
-
-static BYTES: AtomicU64 = AtomicU64::new(0);
-static COUNT: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call is forwarded unchanged to `System`; the counters are plain atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Relaxed);
-        COUNT.fetch_add(1, Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // A grown buffer counts its growth (a copy of the old bytes comes with it).
-        BYTES.fetch_add(new_size.saturating_sub(layout.size()) as u64, Relaxed);
-        COUNT.fetch_add(1, Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+// Counts every allocation (a grown buffer counts its growth); see `ssegate_oracles::alloc`.
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 fn measure(run: common::Run, chunks: Vec<Bytes>) -> (u64, u64, usize) {
-    let (b0, c0) = (BYTES.load(Relaxed), COUNT.load(Relaxed));
+    let span = Span::process();
     let events = run(chunks);
-    (BYTES.load(Relaxed) - b0, COUNT.load(Relaxed) - c0, events)
+    (span.allocated(), span.allocations(), events)
 }
 
 fn main() {

@@ -74,7 +74,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
         })
     });
 
-    for isa in Isa::ALL.into_iter().rev().filter(|i| i.is_available()) {
+    for isa in Isa::available().rev() {
         for exact in [false, true] {
             let mut gate = Config::new().exact(exact).build_with_isa(isa).unwrap();
             let id = format!(

@@ -14,79 +14,12 @@
 //! or the standalone `GET` stream. The streams of one MCP session share a [`Registry`] of the
 //! requests still outstanding and of the responses already delivered.
 //!
-//! # Decisions on evidence
-//!
-//! A false refusal makes the client renegotiate and re-issue the call (the tool runs twice), so the
-//! guard refuses a resumed stream only on evidence:
-//!
-//! - the interrupted event's id was known and the first message after the resume carries another
-//!   id ([`Torn::Gap`]);
-//! - an id already delivered comes back with other content, a message already delivered comes back
-//!   under a new id as the first message after a resume, or the ids of a stream that has shown one
-//!   numbered shape consistently go backwards or name another stream after a resume
-//!   ([`Torn::StreamRestarted`] with its [`Restart`] reason);
-//! - a second, different response to an answered request anywhere in the session
-//!   ([`Torn::DuplicateResponse`]);
-//! - a resumed connection that brings no event at all (ends, or stays silent for the replay
-//!   timeout) while a response is outstanding ([`Torn::ReplayMissed`]).
-//!
-//! Event ids are opaque: they are compared for equality (as seeded hashes) and ordered only once a
-//! stream's ids have shown one numbered shape (`17`, `17/<stream>`, `<stream>-17`, `<ms>-<seq>`) at
-//! least twice, strictly increasing on one stream part. The ids of the first connection count,
-//! priming ids included; uuids (`8-4-4-4-12` hex) never parse as a shape. Numbers need not be
-//! contiguous (MCP servers may number all streams of a session with one counter); "exactly
-//! `cursor + 1`" is required only with [`Config::contiguous_ids`]. After a resume a single earlier
-//! id is evidence enough when the shape names its stream: a message id of the same shape naming
-//! another stream (`5/B` after `0/A`, `B-5` after `A-0`) is another stream's event, and the same
-//! stream going back is a restart. A priming event's content (empty) proves nothing either way,
-//! wherever it comes.
-//!
-//! # What the ids cannot show
-//!
-//! Opaque ids (uuids, `<stream>_<ms>_<random>`) and ids without a stream part (`17`, one counter
-//! for the session) carry no stream identity: a server that answers a resume with another
-//! stream's new events under such ids is indistinguishable, by its ids, from one that continues.
-//! What still catches it is content: an event id already seen with other content, a message
-//! already delivered under a new id as the first message after the resume, and a second response
-//! to a request the session already answered with other content.
-//!
-//! # Decision table (as built)
-//!
-//! | moment | condition | decision |
-//! | --- | --- | --- |
-//! | event | non-empty data, `Complete`, id not in the window | `Deliver`; cursor := id |
-//! | event | empty data with an id (priming), anywhere | `Cursor(id)`; proves nothing either way |
-//! | event | empty data, no id | `Skip(KeepAlive)` (not an event for the replay checks) |
-//! | event | verdict `Incomplete` / `Trailing` / `Invalid` | `IncompleteMessage` / `TrailingBytes` / `InvalidMessage` |
-//! | event | id in the window, same content hash | `Skip(ExactReplay)` |
-//! | event | id in the window, other content | `StreamRestarted(IdReused)` |
-//! | event | response to a requested id already answered in the session | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse` |
-//! | event | `event: error`, first event of a resumed connection | `ReplayUnavailable { status: None }` |
-//! | event | `event: error` elsewhere, data not a complete JSON value | `Skip(ErrorFrame)` |
-//! | decode error | the decoder dropped an event over a limit | `DecodeLimit` returned; the guard goes on |
-//! | disconnect | at a boundary, or a partial event (`Verified`) | `Resume { last_event_id: cursor, needed }` |
-//! | disconnect | partial event, `Strict` | `PartialEvent` |
-//! | disconnect | no cursor, a response outstanding | `Unresumable` |
-//! | disconnect | resumed connection with no event, no partial, response outstanding | `ReplayMissed { waited: None }` |
-//! | reconnect | `404` / `409`, `410` / `429`, `503` / other or not SSE | `SessionExpired` / `ReplayUnavailable` / `Busy` (transient) / `UnexpectedResponse` |
-//! | timeout | resumed connection with no event yet, response outstanding | `ReplayMissed { waited }` |
-//! | first message after a resume | the interrupted message's id was known (id line and data had arrived) and this is another id | `Gap` |
-//! | first message after a resume | its content equals a message in the window, under a new id | `StreamRestarted(MessageRepeated)` |
-//! | first event with an id after a resume, [`Config::contiguous_ids`] | not `cursor + 1` in the cursor's shape | `Gap` |
-//! | message after any resume | numbered stream: id not above the highest / other stream part | `StreamRestarted(Backwards / OtherStream)` |
-//! | message after any resume | one earlier id (a priming one counts) of `N/<stream>` or `<stream>-N` shape: same stream not above it / another stream part | `StreamRestarted(Backwards / OtherStream)` |
-//!
-//! "Outstanding" means registered with [`Guard::expect_response`] and not answered anywhere in
-//! the session's [`Registry`] (nor forgotten): a response delivered on another stream of the
-//! session ends this stream's need to resume.
-//!
-//! # `event: error`
-//!
-//! An `event: error` frame is the server's refusal to resume only as the answer to a resume: the
-//! first event of a resumed connection ([`Torn::ReplayUnavailable`], with the reconnect response's
-//! `Retry-After`, if any). Elsewhere it is not JSON-RPC by its type alone: one whose data is a
-//! complete JSON value is judged like any other event (and delivered with its event type), any
-//! other is skipped ([`Skip::ErrorFrame`]). Its data is never searched for a delay.
+//! The guard is the lower layer of [`ResumableStream`](crate::resume::ResumableStream), the engine
+//! to drive: the stream owns the decoder, the gate, all timing (replay timeout, default delay,
+//! clamps, backoff) and the reconnect loop, and hands each decision to this guard. Use the guard
+//! alone only to judge events with timing of your own. Its decisions, the evidence each rests on and
+//! what event ids can and cannot show are listed once, in the [stream's
+//! documentation](crate::resume#decisions).
 #![forbid(unsafe_code)]
 
 mod ids;
@@ -120,15 +53,16 @@ pub enum Policy {
     Verified,
 }
 
-/// Guard settings; `Config::default().build()` is [`Guard::new`].
+/// Guard settings: what counts as evidence, and the gate messages are judged with. Timing (the
+/// replay timeout, the default reconnect delay, clamps) is the stream's
+/// ([`resume::Config`](crate::resume::Config)), and the session registry is given where a guard
+/// is built ([`Config::build_in`]). `Config::default().build()` is [`Guard::new`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     policy: Policy,
     window: usize,
-    replay_timeout: Duration,
-    default_retry: Duration,
     contiguous_ids: bool,
-    registry: Option<Registry>,
     gate: gate::Config,
 }
 
@@ -137,10 +71,7 @@ impl Default for Config {
         Config {
             policy: Policy::Verified,
             window: 4096,
-            replay_timeout: Duration::from_secs(10),
-            default_retry: Duration::from_secs(1),
             contiguous_ids: false,
-            registry: None,
             gate: gate::Config::default(),
         }
     }
@@ -161,32 +92,12 @@ impl Config {
         self
     }
 
-    /// How long a resumed connection may go without an event while a response is outstanding
-    /// before the caller should report [`Guard::on_replay_timeout`] (default 10 s).
-    pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.replay_timeout = timeout;
-        self
-    }
-
-    /// Reconnect delay used until the server sends `retry:` or `Retry-After` (default 1 s).
-    pub fn default_retry(&mut self, delay: Duration) -> &mut Self {
-        self.default_retry = delay;
-        self
-    }
-
     /// Whether the server numbers each stream contiguously (default `false`). When set, the first
     /// new event after a resume whose id has the cursor's numbered shape must be exactly
     /// `cursor + 1`, else [`Torn::Gap`]. Leave it off for servers that number all the streams of a
     /// session with one counter (MCP only requires ids to be unique across a session).
     pub fn contiguous_ids(&mut self, contiguous: bool) -> &mut Self {
         self.contiguous_ids = contiguous;
-        self
-    }
-
-    /// The session registry this guard shares with the session's other streams (default: a
-    /// private one per guard, with [`Config::window`] answered ids).
-    pub fn registry(&mut self, registry: Registry) -> &mut Self {
-        self.registry = Some(registry);
         self
     }
 
@@ -213,12 +124,18 @@ impl Config {
         self.gate.build()
     }
 
-    /// A guard with these settings.
+    /// A guard with these settings and a private registry (of [`Config::window`] answered ids).
     pub fn build(&self) -> Guard {
-        let registry = self
-            .registry
-            .clone()
-            .unwrap_or_else(|| Registry::with_window(self.window));
+        self.build_with(Registry::with_window(self.window), false)
+    }
+
+    /// A guard with these settings that shares `registry` (outstanding requests and answered
+    /// responses) with the session's other streams.
+    pub fn build_in(&self, registry: &Registry) -> Guard {
+        self.build_with(registry.clone(), true)
+    }
+
+    fn build_with(&self, registry: Registry, shared: bool) -> Guard {
         let recent = Window::new(random_seed());
         Guard {
             config: self.clone(),
@@ -230,6 +147,7 @@ impl Config {
             recent,
             shape: Shape::default(),
             registry,
+            shared,
             mine: SmallVec::new(),
             conn: Connection::default(),
             ever_resumed: false,
@@ -294,7 +212,10 @@ pub enum Skip {
 pub struct Resume {
     /// The `Last-Event-ID` to send (the cursor), `None` when no id was ever received.
     pub last_event_id: Option<Bytes>,
-    /// How long to wait first: the last `retry:` or `Retry-After`, else the configured default.
+    /// How long to wait first. From [`Guard::on_disconnect`]: the server's last `retry:` or
+    /// `Retry-After`, zero when it gave none. From the stream
+    /// ([`Output::Disconnected`](crate::resume::Output::Disconnected)): the delay it will wait,
+    /// its default applied, raised to its floor and clamped ([`resume::Config`](crate::resume::Config)).
     pub delay: Duration,
     /// The partial event that was discarded (never completed by a later connection).
     pub discarded: Option<PartialEvent>,
@@ -703,6 +624,8 @@ pub struct Guard {
     recent: Window,
     shape: Shape,
     registry: Registry,
+    /// The registry is the session's (built with [`Config::build_in`]), not this guard's own.
+    shared: bool,
     /// The requests whose responses this stream is expected to deliver.
     mine: SmallVec<[RpcId; 2]>,
     conn: Connection,
@@ -788,14 +711,11 @@ impl Guard {
         self.cursor.as_ref()
     }
 
-    /// The reconnect delay in force (`retry:`, `Retry-After`, else the configured default).
-    pub fn retry(&self) -> Duration {
-        self.retry.unwrap_or(self.config.default_retry)
-    }
-
-    /// The configured replay timeout; report it with [`Guard::on_replay_timeout`].
-    pub fn replay_timeout(&self) -> Duration {
-        self.config.replay_timeout
+    /// The reconnect delay the server asked for last (`retry:`, or a reconnect's `Retry-After`);
+    /// `None` until it asks. The stream applies its default and bounds
+    /// ([`resume::Config`](crate::resume::Config)).
+    pub fn server_retry(&self) -> Option<Duration> {
+        self.retry
     }
 
     /// Whether the current connection is a resume that has not brought an event yet: the replay
@@ -833,11 +753,11 @@ impl Guard {
     pub fn reset(&mut self) {
         let mine = self.outstanding();
         let registry = self.registry.clone();
-        *self = self.config.build();
-        if self.config.registry.is_none() {
+        let shared = self.shared;
+        *self = self.config.build_with(registry.clone(), shared);
+        if !shared {
             registry.clear();
         }
-        self.registry = registry;
         for id in mine {
             self.expect_response(id);
         }
@@ -1141,7 +1061,7 @@ impl Guard {
         self.stats.resumes += u64::from(needed);
         Ok(Resume {
             last_event_id: self.cursor.clone(),
-            delay: self.retry(),
+            delay: self.retry.unwrap_or_default(),
             discarded: partial,
             needed,
         })

@@ -3,7 +3,7 @@
 //! names of the Redis replay store.
 //!
 //! twox-hash selects its AVX2 stripe kernel at run time, so a binary built for baseline x86-64 hashes
-//! big messages at AVX2 speed (twice its SSE2 speed on a 4 MiB result; measured in the README). The
+//! big messages at AVX2 speed (twice its SSE2 speed on a 4 MiB result; docs/PERFORMANCE.md). The
 //! values are xxh3's: the tests compare them with a second implementation (xxhash-rust), so content
 //! hashes and stored stream names do not change with the implementation.
 #![forbid(unsafe_code)]

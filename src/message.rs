@@ -550,7 +550,7 @@ fn is_rpc_key(key: &[u8]) -> bool {
 /// before the vector search (whose set-up costs more than a short key).
 #[inline]
 fn find_quote_or_backslash(bytes: &[u8]) -> Option<usize> {
-    crate::gate::simd::find_either(bytes, b'"', b'\\')
+    crate::arch::find_either(bytes, b'"', b'\\')
 }
 
 fn parse_id(first: u8, raw: &[u8]) -> Option<RpcId> {

@@ -1,13 +1,83 @@
 //! The gate against oracles: serde_json on every prefix, the JSONTestSuite-derived verdict file, the
 //! seed's duplicated-prefix corruption, depth limits, and every SIMD kernel against the portable path.
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
 use proptest::prelude::*;
 use serde_json::Value;
 use ssegate::gate::{Config, Gate, InvalidReason, Isa, Verdict, verdict_of};
 use ssegate::sse::Data;
 
+/// The instruction sets the differential tests run: the available ones, `Portable` first.
+///
+/// One a test cannot run is reported on stderr, once per test and instruction set (written to
+/// `std::io::stderr()` directly: libtest captures `eprintln!` of passing tests). With the
+/// environment variable `CI` set, an x86-64 host without AVX2 fails the test (every CI machine here
+/// has it, and without it no vector kernel is tested); a missing AVX-512 is only reported.
 fn isas() -> Vec<Isa> {
-    Isa::ALL.into_iter().filter(|i| i.is_available()).collect()
+    use std::io::Write;
+    static REPORTED: Mutex<BTreeSet<(String, Isa)>> = Mutex::new(BTreeSet::new());
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a gate test");
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    let mut run = Vec::new();
+    for &isa in Isa::all() {
+        if isa.is_available() {
+            run.push(isa);
+            continue;
+        }
+        let (why, required) = why_not_available(isa);
+        let first = REPORTED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert((test.to_owned(), isa));
+        if first {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "ssegate: {test}: the {} gate is NOT TESTED: {why}",
+                isa.name()
+            );
+        }
+        assert!(
+            !(ci && required),
+            "CI is set and the {} kernels cannot run: {why}",
+            isa.name()
+        );
+    }
+    run
+}
+
+/// Why `isa` cannot run here, and whether that fails a run under `CI` (only an x86-64 CPU without
+/// AVX2 does).
+fn why_not_available(isa: Isa) -> (&'static str, bool) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    let cpu_has_avx2 = std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let cpu_has_avx2 = false;
+    let x86 = matches!(isa, Isa::Avx2 | Isa::Avx512);
+    if !x86 {
+        return ("not an instruction set of this target", false);
+    }
+    if cfg!(not(target_arch = "x86_64")) {
+        ("not an x86-64 build", false)
+    } else if cfg!(miri) {
+        ("Miri runs no vector kernel", false)
+    } else if cfg!(ssegate_disable_simd) && cpu_has_avx2 {
+        ("--cfg ssegate_disable_simd compiles the kernels out", false)
+    } else if cfg!(ssegate_disable_simd) {
+        (
+            "--cfg ssegate_disable_simd compiles the kernels out, and this CPU lacks AVX2",
+            isa == Isa::Avx2,
+        )
+    } else if isa == Isa::Avx2 {
+        ("this CPU lacks AVX2 or PCLMULQDQ", true)
+    } else {
+        (
+            "this CPU lacks AVX-512F, AVX-512BW, BMI1 or PCLMULQDQ",
+            false,
+        )
+    }
 }
 
 /// Every configuration worth checking: each available ISA, exact and (for `check`) fast.

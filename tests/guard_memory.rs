@@ -2,80 +2,15 @@
 //! file can run in parallel): no allocation per event on the steady-state guard path, and
 //! responses with huge ids cost the windows a few words each (issue 14, memory 5).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use bytes::Bytes;
 use ssegate::gate::{Gate, Verdict};
 use ssegate::guard::{Config, Decision, Guard, Registry};
 use ssegate::message::RpcId;
 use ssegate::sse::{Decoder, Event};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-    static LIVE: Cell<i64> = const { Cell::new(0) };
-    static PEAK: Cell<i64> = const { Cell::new(0) };
-}
-
-fn note(delta: i64, allocation: bool) {
-    // `try_with`: the allocator is also called while a thread's locals are torn down.
-    let _ = ALLOCS.try_with(|a| a.set(a.get() + u64::from(allocation)));
-    let _ = LIVE.try_with(|l| {
-        l.set(l.get() + delta);
-        let _ = PEAK.try_with(|p| p.set(p.get().max(l.get())));
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; the counters are thread-local cells
-// with const initialisers and no destructors, so touching them never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size() as i64, true);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size() as i64, true);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        note(-(layout.size() as i64), false);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size as i64 - layout.size() as i64, true);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use ssegate_oracles::alloc::{Counting, Span};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(Cell::get)
-}
-
-fn live() -> i64 {
-    LIVE.with(Cell::get)
-}
-
-fn reset_peak() -> i64 {
-    let now = live();
-    PEAK.with(|p| p.set(now));
-    now
-}
-
-fn peak() -> i64 {
-    PEAK.with(Cell::get)
-}
 
 /// `n` small events as a transport delivers them (one chunk each), decoded and gated up front.
 fn small_events(from: usize, n: usize) -> Vec<(Event, Verdict)> {
@@ -107,7 +42,7 @@ fn small_events(from: usize, n: usize) -> Vec<(Event, Verdict)> {
 }
 
 fn run(guard: &mut Guard, events: Vec<(Event, Verdict)>) -> u64 {
-    let before = allocs();
+    let span = Span::thread();
     for (event, verdict) in events {
         match guard.on_event_with_verdict(event, verdict) {
             Ok(Decision::Deliver(d)) => drop(d),
@@ -115,7 +50,7 @@ fn run(guard: &mut Guard, events: Vec<(Event, Verdict)>) -> u64 {
             Err(e) => panic!("refused: {e}"),
         }
     }
-    allocs() - before
+    span.allocations()
 }
 
 #[test]
@@ -145,10 +80,7 @@ fn a_thousand_responses_with_1_mib_ids_stay_bounded() {
     // Small windows, so that they are full after the first 40 responses: from then on, nothing
     // may grow at all.
     let session = Registry::with_window(16);
-    let mut guard = Config::default()
-        .window(16)
-        .registry(session.clone())
-        .build();
+    let mut guard = Config::default().window(16).build_in(&session);
     let mut decoder = Decoder::new();
     let mut growth = Vec::with_capacity(RESPONSES);
     // One frame template; each response gets its own chunk (as a transport hands them over) with
@@ -158,7 +90,7 @@ fn a_thousand_responses_with_1_mib_ids_stay_bounded() {
     frame.resize(prefix.len() + (1 << 20) + 4, b'x');
     frame.extend_from_slice(b"\",\"result\":{}}\n\n");
     let digits = prefix.len() + (1 << 20);
-    let base = live();
+    let base = Span::thread();
     for i in 0..RESPONSES {
         let tag = format!("{i:04}");
         frame[5..9].copy_from_slice(tag.as_bytes());
@@ -178,7 +110,7 @@ fn a_thousand_responses_with_1_mib_ids_stay_bounded() {
             Ok(Decision::Deliver(d)) => drop(d),
             other => panic!("{other:?}"),
         }
-        growth.push(live() - base);
+        growth.push(base.held());
     }
     // A few words per remembered id and event, nothing per id byte (the ids total 1 GB); the
     // cursor and the decoder's last id may pin the newest chunk (1 MiB), twice at most.
@@ -201,7 +133,7 @@ fn a_thousand_responses_with_1_mib_ids_stay_bounded() {
         .next_event()
         .expect("one event")
         .expect("within limits");
-    let start = reset_peak();
+    let span = Span::thread();
     drop(guard.on_event(event));
-    assert!(peak() - start < 4 << 20, "peak {} bytes", peak() - start);
+    assert!(span.peak() < 4 << 20, "peak {} bytes", span.peak());
 }

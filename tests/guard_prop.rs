@@ -1,11 +1,11 @@
-//! The guard against the one shared model of MCP servers (`ssegate::testing::guard_model`, also
+//! The guard against the one shared model of MCP servers (`ssegate_oracles::guard_model`, also
 //! the `guard_model` fuzz target's oracle): for random scenarios (id schemes, priming styles, cut
 //! points, chunkings and server behaviours, correct and faulty), a correct server is never refused
 //! and its exchange completes; a faulty one never gets a torn, duplicated or reordered message
-//! delivered. Needs `--features testing`.
+//! delivered.
 
 use proptest::prelude::*;
-use ssegate::testing::guard_model::{Behaviour, Scenario, check};
+use ssegate_oracles::guard_model::{Behaviour, Scenario, check};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]

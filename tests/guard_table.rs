@@ -432,7 +432,7 @@ fn reconnect_busy_is_transient_and_does_not_poison_the_guard() {
         let err = guard.on_reconnect(&r).unwrap_err();
         assert!(matches!(err.kind, Torn::Busy { .. }));
         assert!(!err.must_renegotiate());
-        assert_eq!(guard.retry(), Duration::from_secs(2));
+        assert_eq!(guard.server_retry(), Some(Duration::from_secs(2)));
         assert!(guard.failure().is_none());
     }
 }
@@ -782,8 +782,8 @@ fn no_ids_at_all_a_cut_with_a_request_outstanding_is_unresumable() {
 #[test]
 fn a_response_on_another_stream_of_the_session_ends_the_cut_streams_need_to_resume() {
     let session = Registry::new();
-    let mut post = Config::default().registry(session.clone()).build();
-    let mut get = Config::default().registry(session.clone()).build();
+    let mut post = Config::default().build_in(&session);
+    let mut get = Config::default().build_in(&session);
     post.expect_response(RpcId::Number(1));
     assert_eq!(session.outstanding(), [RpcId::Number(1)]);
 
@@ -835,7 +835,7 @@ fn a_response_on_another_stream_of_the_session_ends_the_cut_streams_need_to_resu
 #[test]
 fn a_forgotten_request_needs_no_resume() {
     let session = Registry::new();
-    let mut guard = Config::default().registry(session.clone()).build();
+    let mut guard = Config::default().build_in(&session);
     guard.expect_response(RpcId::String("call-7".into()));
     drive(&ev("1", PROGRESS), &mut Guard::new());
     let mut dec = Decoder::new();
@@ -848,7 +848,7 @@ fn a_forgotten_request_needs_no_resume() {
         .unwrap();
     assert!(!resume.needed);
     // Without it, the same cut needs a resume.
-    let mut guard = Config::default().registry(Registry::new()).build();
+    let mut guard = Config::default().build_in(&Registry::new());
     guard.expect_response(RpcId::String("call-7".into()));
     let mut dec = Decoder::new();
     dec.feed(Bytes::from(ev("1", PROGRESS)));
@@ -864,7 +864,7 @@ fn a_forgotten_request_needs_no_resume() {
 #[test]
 fn the_registry_answer_window_is_bounded_and_configurable() {
     let session = Registry::with_window(2);
-    let mut guard = Config::default().registry(session.clone()).build();
+    let mut guard = Config::default().build_in(&session);
     let response = |n: i64| format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{}}}}"#);
     let mut capture = String::new();
     for n in 1..=3 {
@@ -1070,7 +1070,7 @@ fn field_priming_events_with_crlf_line_ends() {
         drive(&capture, &mut guard),
         ["cursor 0", "deliver 1", "deliver 2", "done"]
     );
-    assert_eq!(guard.retry(), Duration::from_millis(3000));
+    assert_eq!(guard.server_retry(), Some(Duration::from_millis(3000)));
 }
 
 #[test]
@@ -1248,7 +1248,7 @@ fn the_nesting_limit_is_configurable_and_a_deeper_message_is_refused() {
 #[test]
 fn the_instruction_set_cap_reaches_the_guards_gate_and_the_streams() {
     use ssegate::gate::Isa;
-    for cap in Isa::ALL {
+    for &cap in Isa::all() {
         let mut config = Config::default();
         config.max_isa(cap);
         let guard = config.build();

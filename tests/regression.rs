@@ -1,14 +1,12 @@
 //! Replays every input under `tests/regression/<target>/` through the oracle of the fuzz target of
-//! the same name: the oracles are `fuzz/src/oracles/`, compiled into this test, so a crash found by
-//! `cargo fuzz` and copied here fails `cargo test` exactly as it failed the fuzzer (and passes once
-//! fixed). The directories also hold seed inputs that exercise edge cases. Needs `--features testing`
-//! (the SSE reference decoder); `cargo test --all-features` has it.
+//! the same name: the oracles are `ssegate_oracles::fuzz`, the functions the fuzz targets call, so
+//! a crash found by `cargo fuzz` and copied here fails `cargo test` exactly as it failed the fuzzer
+//! (and passes once fixed). The directories also hold seed inputs that exercise edge cases.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-#[path = "../fuzz/src/oracles/mod.rs"]
-mod oracles;
+use ssegate_oracles::fuzz as oracles;
 
 fn replay(target: &str, oracle: fn(&[u8])) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,37 +2,15 @@
 //! hostile use holds at most the byte budget plus a constant per budgeted event, remembered
 //! too-large event and stream; a resume from an old id allocates nothing per event appended since.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use ssegate::replay::{Config, MissReason, ReplayBuffer};
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to `System` unchanged; only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        // SAFETY: the caller's contract is `System`'s.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: `ptr` was allocated by `System` with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use ssegate_oracles::alloc::{Counting, Span};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
+/// Bytes held since `span` started (nothing held counts as 0).
+fn held_since(span: &Span) -> usize {
+    span.held().max(0) as usize
 }
 
 /// Bookkeeping allowed per budgeted event, remembered too-large event and stream (tree nodes,
@@ -51,7 +29,7 @@ fn memory_is_bounded_by_the_limits() {
         .max_event_bytes(16 << 10)
         .max_streams(8)
         .max_too_large(16);
-    let base = live();
+    let base = Span::process();
     let mut buf = ReplayBuffer::new(config.clone());
     let big = vec![b'x'; 20 << 10];
     for n in 0..20_000u64 {
@@ -62,7 +40,7 @@ fn memory_is_bounded_by_the_limits() {
         let _ = buf.replay_after(&a.id);
         let _ = buf.replay_after(&format!("{}-0", n / 2 + 1));
     }
-    let held = live() - base;
+    let held = held_since(&base);
     let bound = config.max_bytes
         + PER_ITEM * (config.max_events + config.max_too_large + config.max_streams);
     assert!(
@@ -72,13 +50,13 @@ fn memory_is_bounded_by_the_limits() {
     assert!(buf.streams() <= 8 && buf.too_large_events() <= 16);
     drop(buf);
     // One long stream of oversized events: each is remembered as too large, within the cap.
-    let base = live();
+    let base = Span::process();
     let mut buf = ReplayBuffer::new(config.clone());
     let s = buf.open_stream();
     for _ in 0..20_000 {
         let _ = buf.append(s, None, &big).unwrap();
     }
-    let held = live() - base;
+    let held = held_since(&base);
     assert!(
         held <= bound,
         "a stream of oversized events holds {held} bytes, bound {bound}"
@@ -93,10 +71,9 @@ fn memory_is_bounded_by_the_limits() {
     for _ in 0..200_000 {
         let _ = buf.append(s, None, b"{}").unwrap();
     }
-    let before = live();
-    PEAK.store(before, Ordering::Relaxed);
+    let span = Span::process();
     let miss = buf.replay_after("1-0").unwrap_err();
-    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let peak = span.peak();
     assert_eq!(
         (miss.reason, miss.missing.as_deref()),
         (MissReason::Evicted, Some("1-1"))
@@ -107,10 +84,9 @@ fn memory_is_bounded_by_the_limits() {
     );
     drop(miss);
     // And a served replay allocates the frames' vector only.
-    PEAK.store(live(), Ordering::Relaxed);
-    let before = live();
+    let span = Span::process();
     let ok = buf.replay_after("1-199935").unwrap();
-    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let peak = span.peak();
     assert_eq!(ok.frames.len(), 64);
     assert!(
         peak <= 64 * std::mem::size_of::<bytes::Bytes>(),

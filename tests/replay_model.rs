@@ -1,16 +1,13 @@
-//! The replay buffer against its model and invariants (the `replay_buffer` fuzz oracle, compiled
-//! in), on random operation sequences: see `fuzz/src/oracles/replay_buffer.rs` for the model and
+//! The replay buffer against its model and invariants (the `replay_buffer` fuzz oracle), on random
+//! operation sequences: see `ssegate_oracles::fuzz::replay_buffer` for the model and
 //! the three invariants it checks on the buffer's own answers (an event that is not stored never
 //! evicts another; a replay is the exact stored suffix or a miss naming the first event not held;
 //! memory within the limits).
 
 use proptest::prelude::*;
 
-#[path = "../fuzz/src/oracles/replay_buffer.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod oracle;
-
-use oracle::{Case, Limits, Op};
+use ssegate_oracles::fuzz::replay_buffer as oracle;
+use ssegate_oracles::fuzz::replay_buffer::{Case, Limits, Op};
 
 fn limits() -> impl Strategy<Value = Limits> {
     (0u16..4096, 0u8..12, 0u16..2048, 0u8..4, 0u8..5, 0u8..5).prop_map(

@@ -12,9 +12,7 @@ use ssegate::replay::{
 };
 use ssegate::sse::Decoder;
 
-#[path = "support/redis_server.rs"]
-mod redis_server;
-use redis_server::Server;
+use ssegate_oracles::redis_server::Server;
 
 async fn store(server: &Server, config: &RedisConfig) -> RedisStore {
     RedisStore::connect(&server.url(), config.clone())

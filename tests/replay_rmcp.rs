@@ -1,7 +1,7 @@
 //! rmcp 3.x's `EventStore` on the Redis store: an event stored through one instance is replayed by
 //! another with its original id and content; misses and a lost Redis are errors (which rmcp turns
 //! into an empty `200`), never a partial replay. Uses a real `redis-server` (see
-//! `tests/support/redis_server.rs`).
+//! `ssegate_oracles::redis_server`).
 
 use std::time::Duration;
 
@@ -11,9 +11,7 @@ use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::store::EventStore;
 use ssegate::replay::{RedisConfig, RedisStore};
 
-#[path = "support/redis_server.rs"]
-mod redis_server;
-use redis_server::Server;
+use ssegate_oracles::redis_server::Server;
 
 fn message(n: u32) -> ServerJsonRpcMessage {
     serde_json::from_value(serde_json::json!({

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use ssegate::guard::{self, Torn};
+use ssegate::guard::Torn;
 use ssegate::message::RpcId;
 use ssegate::resume::{
     Answer, Config, EndCause, Failure, Output, Reconnect, ReconnectResponse, ResumableStream,
@@ -99,9 +99,7 @@ fn last_event_id_carries_the_ids_exact_bytes() {
 
 #[test]
 fn the_replay_deadline_runs_while_no_bytes_arrive_not_while_bytes_arrive() {
-    let mut guard = guard::Config::default();
-    guard.replay_timeout(Duration::from_secs(2));
-    let mut s = stream_with(Config::default().guard(guard.clone()));
+    let mut s = stream_with(Config::default().replay_timeout(Duration::from_secs(2)));
     let t0 = Instant::now();
     cut_after_priming(&mut s, t0, b"p");
     let mut now = t0;
@@ -127,7 +125,7 @@ fn the_replay_deadline_runs_while_no_bytes_arrive_not_while_bytes_arrive() {
     assert_eq!(s.guard().stats().delivered, 1);
 
     // The same resume with silence refuses once the timeout has passed since the last byte.
-    let mut s = stream_with(Config::default().guard(guard.clone()));
+    let mut s = stream_with(Config::default().replay_timeout(Duration::from_secs(2)));
     cut_after_priming(&mut s, t0, b"p");
     let mut now = t0;
     next_reconnect(&mut s, &mut now);
@@ -468,4 +466,52 @@ fn a_response_on_the_get_stream_releases_the_cut_post_stream() {
         now,
     );
     assert!(failure(drain(&mut other)).is_some());
+}
+
+/// Setting one timing value keeps every other setting: `guard(g).replay_timeout(t)` once replaced
+/// `g` (its policy, nesting limit, instruction-set cap and window) with the defaults.
+#[cfg(feature = "client")]
+#[test]
+fn the_replay_timeout_keeps_the_guards_settings() {
+    use ssegate::client::ClientConfig;
+    use ssegate::guard::Policy;
+
+    let mut g = ssegate::guard::Config::default();
+    g.policy(Policy::Strict).max_depth(8);
+    let mut client = ClientConfig::default();
+    client.guard(g).replay_timeout(Duration::from_secs(3));
+    // Edited in place, too: nothing else moves.
+    client.stream_mut().guard_mut().window(64);
+    let config = client.stream_config().clone();
+
+    let mut s = config.build();
+    assert_eq!(s.replay_timeout(), Duration::from_secs(3));
+    s.expect_response(RpcId::Number(1));
+    // Strict: a cut inside an event is refused, not resumed.
+    let t0 = Instant::now();
+    cut_after_priming(&mut s, t0, b"p");
+    let f = failure(drain(&mut s)).expect("strict refuses the partial event");
+    assert!(
+        matches!(
+            f.refusal().map(|e| &e.kind),
+            Some(Torn::PartialEvent { .. })
+        ),
+        "{f}"
+    );
+    // Nesting limit 8: a message 9 levels deep is refused.
+    let mut s = config.build();
+    let deep = format!(
+        "id: 1\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{}{}}}\n\n",
+        "[".repeat(8),
+        "]".repeat(8)
+    );
+    s.feed(Bytes::from(deep), t0);
+    let f = failure(drain(&mut s)).expect("too deep");
+    assert!(
+        matches!(
+            f.refusal().map(|e| &e.kind),
+            Some(Torn::InvalidMessage { .. })
+        ),
+        "{f}"
+    );
 }

@@ -20,10 +20,9 @@ fn body(chunks: &[&'static [u8]]) -> Body {
 }
 
 fn config() -> Config {
-    let mut g = guard::Config::default();
-    g.default_retry(Duration::from_millis(5));
     let mut c = Config::default();
-    c.guard(g);
+    c.default_retry(Duration::from_millis(5))
+        .min_delay(Duration::from_millis(5));
     c
 }
 

@@ -4,61 +4,12 @@
 //! exceeds a small constant times what the limits let the open block hold, plus the chunks in
 //! flight.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use bytes::Bytes;
 use ssegate::sse::{Config, DecodeError, Decoder};
+use ssegate_oracles::alloc::{Counting, Span};
 
-/// Counts the bytes in use by the current thread (each test runs on its own thread, and frees
-/// what it allocates on that thread), and their peak.
-struct Counting;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn grow(n: isize) {
-    // `try_with`: a thread being torn down has no counters left; nothing to count then.
-    let _ = LIVE.try_with(|live| {
-        let now = live.get() + n;
-        live.set(now);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; the counters are thread-local cells with
-// const initialisers (no allocation, no destructor).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as isize);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as isize);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        grow(-(layout.size() as isize));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // Counted as a fresh allocation followed by freeing the old one: the peak includes both,
-        // as it would if the block moved.
-        grow(new_size as isize);
-        grow(-(layout.size() as isize));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+// Measured per thread (`Span::thread`): each test runs on its own thread and frees what it
+// allocates on that thread.
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -78,8 +29,7 @@ struct Seen {
 /// Feeds the chunks `next_chunk` makes (a fresh allocation each, as a transport's), pulling and
 /// dropping every event; measures the peak heap.
 fn run(config: &Config, mut next_chunk: impl FnMut(usize) -> Option<Vec<u8>>) -> Seen {
-    let base = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(base));
+    let span = Span::thread();
     let mut d: Decoder = config.build();
     let mut seen = Seen {
         events: 0,
@@ -101,7 +51,7 @@ fn run(config: &Config, mut next_chunk: impl FnMut(usize) -> Option<Vec<u8>>) ->
     }
     drop(d.finish());
     drop(d);
-    seen.peak = (PEAK.with(Cell::get) - base).max(0) as usize;
+    seen.peak = span.peak();
     seen
 }
 

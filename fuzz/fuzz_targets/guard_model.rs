@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ssegate_fuzz::guard_model(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ssegate_oracles::fuzz::guard_model(data));

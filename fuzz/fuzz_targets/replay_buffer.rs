@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ssegate_fuzz::replay_buffer(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ssegate_oracles::fuzz::replay_buffer(data));

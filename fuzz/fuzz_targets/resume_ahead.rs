@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ssegate_fuzz::resume_ahead(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ssegate_oracles::fuzz::resume_ahead(data));

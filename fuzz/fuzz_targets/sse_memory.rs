@@ -9,49 +9,9 @@
 //! makes them; events are dropped as soon as they are pulled.
 #![no_main]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-
 use bytes::Bytes;
 use ssegate::sse::Config;
-
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-
-fn grow(n: isize) {
-    let now = LIVE.fetch_add(n, Relaxed) + n;
-    PEAK.fetch_max(now, Relaxed);
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; the counters are plain atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as isize);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as isize);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        grow(-(layout.size() as isize));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grow(new_size as isize);
-        grow(-(layout.size() as isize));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use ssegate_oracles::alloc::{Counting, Span};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -85,8 +45,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let pieces = program(&data[3..]);
     let field = limit.min(4 << 10);
 
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
+    let span = Span::thread();
     let mut config = Config::default();
     config
         .max_line(limit)
@@ -125,7 +84,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     }
     drop(d.finish());
     drop(d);
-    let peak = (PEAK.load(Relaxed) - base).max(0) as usize;
+    let peak = span.peak();
     // The documented bound, plus the chunk being fed, the one being scanned, this function's own
     // chunk buffer, and a constant for the decoder's fixed-size parts.
     let bound = limit + 4 * limit + 2 * field + 4 * chunk + (64 << 10);

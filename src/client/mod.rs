@@ -275,10 +275,22 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
-    /// The resumable stream's settings (decoder limits, guard, delays, budgets).
+    /// The resumable stream's settings: decoder limits, guard, timing, budgets (replaces them;
+    /// [`ClientConfig::stream_mut`] edits them in place).
     pub fn stream(&mut self, config: resume::Config) -> &mut Self {
         self.stream = config;
         self
+    }
+
+    /// The resumable stream's settings, to edit in place
+    /// (`config.stream_mut().guard_mut().max_depth(4096)`).
+    pub fn stream_mut(&mut self) -> &mut resume::Config {
+        &mut self.stream
+    }
+
+    /// The resumable stream's settings.
+    pub fn stream_config(&self) -> &resume::Config {
+        &self.stream
     }
 
     /// The guard's settings (shorthand for the stream's).
@@ -293,12 +305,10 @@ impl ClientConfig {
         self
     }
 
-    /// How long a resumed connection may bring no byte while a response is outstanding (the
-    /// guard's other settings are kept).
+    /// How long a resumed connection may bring no byte while a response is outstanding
+    /// (shorthand for the stream's [`resume::Config::replay_timeout`]; nothing else changes).
     pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
-        let mut guard = self.stream.guard_settings().clone();
-        guard.replay_timeout(timeout);
-        self.stream.guard(guard);
+        self.stream.replay_timeout(timeout);
         self
     }
 
@@ -1389,7 +1399,7 @@ impl Client {
         let rx = elsewhere.as_mut()?;
         let answered = stream.guard().outstanding().is_empty();
         let wait = if answered {
-            stream.guard().replay_timeout()
+            stream.replay_timeout()
         } else {
             Duration::ZERO
         };

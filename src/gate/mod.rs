@@ -42,27 +42,27 @@
 //!
 //! An [`InvalidReason`]'s offset does not depend on how the message was cut into pieces.
 //!
-//! Layout: `simd` turns bytes into per-block masks (the only `unsafe` code, one instruction set per
-//! file); `strings` (string skipping for the exact recogniser), `stage1` (bracket balancing) and
-//! `exact` (the grammar automaton and its structural walker) consume those masks. Dependencies point
-//! one way, towards `simd`.
+//! Layout: the crate's `arch` module turns bytes into per-block masks (the only `unsafe` code, one
+//! instruction set per file, and the CPU detection behind [`Isa`]); `strings` (string skipping for
+//! the exact recogniser), `stage1` (bracket balancing) and `exact` (the grammar automaton and its
+//! structural walker) consume those masks. Dependencies point one way, towards `arch`.
+#![forbid(unsafe_code)]
 
 mod exact;
-pub(crate) mod simd;
 mod stage1;
 mod strings;
 
 use std::fmt;
 
+use crate::arch::Kernels;
 use crate::sse::Data;
 
-pub use simd::Isa;
+pub use crate::arch::Isa;
 
 use exact::Exact;
 #[cfg(test)]
 pub(crate) use exact::MAX_TOP_KEYS;
 pub(crate) use exact::TopKeys;
-use simd::Kernels;
 use stage1::Stage1;
 
 /// What the input seen so far is, if it ended here.
@@ -388,7 +388,7 @@ mod tests {
             (b"{]", Verdict::Invalid),
             (b"42", Verdict::Complete),
         ];
-        for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
+        for isa in crate::arch::tests::isas_under_test() {
             for exact in [true, false] {
                 let mut gate = Config::new().exact(exact).build_with_isa(isa).unwrap();
                 for &(input, want) in cases {
@@ -417,10 +417,9 @@ mod tests {
     #[test]
     fn max_isa_caps_the_detection() {
         assert_eq!(Gate::new().isa(), Isa::detect());
-        for cap in Isa::ALL {
-            let want = Isa::ALL
-                .into_iter()
-                .rfind(|isa| isa.is_available() && *isa <= cap)
+        for &cap in Isa::all() {
+            let want = Isa::available()
+                .rfind(|isa| *isa <= cap)
                 .unwrap_or(Isa::Portable);
             let gate = Config::new().max_isa(cap).build();
             assert_eq!(gate.isa(), want, "cap {cap:?}");

@@ -10,8 +10,8 @@
 //! gate hands it to the exact recogniser.
 #![forbid(unsafe_code)]
 
-use super::simd::{Kernels, StringCarry, scalar};
 use super::{InvalidReason, Verdict, is_ws};
+use crate::arch::{Kernels, StringCarry, portable};
 
 /// What the fast path has seen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,7 +260,7 @@ impl Stage1 {
                 continue;
             }
             if self.carry.in_string != 0 {
-                i += scalar::scan_string::<false>(&bytes[i..]);
+                i += portable::scan_string::<false>(&bytes[i..]);
                 if i == n {
                     break;
                 }

@@ -7,7 +7,7 @@
 //! over there and judge anything unusual (an error, a piece boundary) byte by byte with precise offsets.
 #![forbid(unsafe_code)]
 
-use super::simd::{Kernels, StringMasks, escapes_branchless, escapes_carry_out};
+use crate::arch::{Kernels, StringMasks, escapes_branchless, escapes_carry_out};
 
 /// Skips string content with the block kernels, starting at a clean point of a string. Returns how many
 /// bytes are proven valid string content, and whether the closing quote ended them; the rest (an error,
@@ -91,7 +91,7 @@ impl Run {
     /// the block is valid string content and the string goes on. `false`: the block has a closing
     /// quote, a `\u` escape or something invalid, and needs [`Run::block_careful`]; the carry is
     /// left as it was before the block. Its non-ASCII bytes are the kernel's to report
-    /// ([`Blocks::non_ascii`](super::simd::Blocks)).
+    /// ([`Blocks::non_ascii`](crate::arch::Blocks)).
     ///
     /// It reads three masks, the fewest the kernels can make for it (each is one compare into a
     /// mask register, and those compares bound the loop): an unescaped byte must not be a quote

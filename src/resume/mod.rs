@@ -51,6 +51,82 @@
 //! let Some(Output::Deliver(d)) = stream.poll() else { panic!() };
 //! assert_eq!(d.message.len(), 36);
 //! ```
+//!
+//! # Decisions
+//!
+//! The stream decides through its guard ([`crate::guard`]), on evidence.
+//!
+//! A false refusal makes the client renegotiate and re-issue the call (the tool runs twice), so the
+//! guard refuses a resumed stream only on evidence:
+//!
+//! - the interrupted event's id was known and the first message after the resume carries another
+//!   id ([`Torn::Gap`]);
+//! - an id already delivered comes back with other content, a message already delivered comes back
+//!   under a new id as the first message after a resume, or the ids of a stream that has shown one
+//!   numbered shape consistently go backwards or name another stream after a resume
+//!   ([`Torn::StreamRestarted`] with its [`Restart`](crate::guard::Restart) reason);
+//! - a second, different response to an answered request anywhere in the session
+//!   ([`Torn::DuplicateResponse`]);
+//! - a resumed connection that brings no event at all (ends, or stays silent for the replay
+//!   timeout) while a response is outstanding ([`Torn::ReplayMissed`]).
+//!
+//! Event ids are opaque: they are compared for equality (as seeded hashes) and ordered only once a
+//! stream's ids have shown one numbered shape (`17`, `17/<stream>`, `<stream>-17`, `<ms>-<seq>`) at
+//! least twice, strictly increasing on one stream part. The ids of the first connection count,
+//! priming ids included; uuids (`8-4-4-4-12` hex) never parse as a shape. Numbers need not be
+//! contiguous (MCP servers may number all streams of a session with one counter); "exactly
+//! `cursor + 1`" is required only with [`Config::contiguous_ids`](crate::guard::Config::contiguous_ids). After a resume a single earlier
+//! id is evidence enough when the shape names its stream: a message id of the same shape naming
+//! another stream (`5/B` after `0/A`, `B-5` after `A-0`) is another stream's event, and the same
+//! stream going back is a restart. A priming event's content (empty) proves nothing either way,
+//! wherever it comes.
+//!
+//! ## What the ids cannot show
+//!
+//! Opaque ids (uuids, `<stream>_<ms>_<random>`) and ids without a stream part (`17`, one counter
+//! for the session) carry no stream identity: a server that answers a resume with another
+//! stream's new events under such ids is indistinguishable, by its ids, from one that continues.
+//! What still catches it is content: an event id already seen with other content, a message
+//! already delivered under a new id as the first message after the resume, and a second response
+//! to a request the session already answered with other content.
+//!
+//! ## Decision table (as built)
+//!
+//! | moment | condition | decision |
+//! | --- | --- | --- |
+//! | event | non-empty data, `Complete`, id not in the window | `Deliver`; cursor := id |
+//! | event | empty data with an id (priming), anywhere | `Cursor(id)`; proves nothing either way |
+//! | event | empty data, no id | `Skip(KeepAlive)` (not an event for the replay checks) |
+//! | event | verdict `Incomplete` / `Trailing` / `Invalid` | `IncompleteMessage` / `TrailingBytes` / `InvalidMessage` |
+//! | event | id in the window, same content hash | `Skip(ExactReplay)` |
+//! | event | id in the window, other content | `StreamRestarted(IdReused)` |
+//! | event | response to a requested id already answered in the session | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse` |
+//! | event | `event: error`, first event of a resumed connection | `ReplayUnavailable { status: None }` |
+//! | event | `event: error` elsewhere, data not a complete JSON value | `Skip(ErrorFrame)` |
+//! | decode error | the decoder dropped an event over a limit | `Output::Dropped(DecodeLimit)`; the stream goes on (`GuardedStream` and the client end a call whose response is outstanding with it) |
+//! | disconnect | at a boundary, or a partial event (`Verified`) | `Resume { last_event_id: cursor, needed }` |
+//! | disconnect | partial event, `Strict` | `PartialEvent` |
+//! | disconnect | no cursor, a response outstanding | `Unresumable` |
+//! | disconnect | resumed connection with no event, no partial, response outstanding | `ReplayMissed { waited: None }` |
+//! | reconnect | `404` / `409`, `410` / `429`, `503` / other or not SSE | `SessionExpired` / `ReplayUnavailable` / `Busy` (transient) / `UnexpectedResponse` |
+//! | timeout | resumed connection with no event yet, response outstanding | `ReplayMissed { waited }` |
+//! | first message after a resume | the interrupted message's id was known (id line and data had arrived) and this is another id | `Gap` |
+//! | first message after a resume | its content equals a message in the window, under a new id | `StreamRestarted(MessageRepeated)` |
+//! | first event with an id after a resume, [`Config::contiguous_ids`](crate::guard::Config::contiguous_ids) | not `cursor + 1` in the cursor's shape | `Gap` |
+//! | message after any resume | numbered stream: id not above the highest / other stream part | `StreamRestarted(Backwards / OtherStream)` |
+//! | message after any resume | one earlier id (a priming one counts) of `N/<stream>` or `<stream>-N` shape: same stream not above it / another stream part | `StreamRestarted(Backwards / OtherStream)` |
+//!
+//! "Outstanding" means registered with [`Guard::expect_response`](crate::guard::Guard::expect_response) and not answered anywhere in
+//! the session's [`Registry`](crate::guard::Registry) (nor forgotten): a response delivered on another stream of the
+//! session ends this stream's need to resume.
+//!
+//! ## `event: error`
+//!
+//! An `event: error` frame is the server's refusal to resume only as the answer to a resume: the
+//! first event of a resumed connection ([`Torn::ReplayUnavailable`], with the reconnect response's
+//! `Retry-After`, if any). Elsewhere it is not JSON-RPC by its type alone: one whose data is a
+//! complete JSON value is judged like any other event (and delivered with its event type), any
+//! other is skipped ([`Skip::ErrorFrame`]). Its data is never searched for a delay.
 #![forbid(unsafe_code)]
 
 use std::fmt;
@@ -77,6 +153,8 @@ pub mod stream;
 pub struct Config {
     decoder: sse::Config,
     guard: guard::Config,
+    replay_timeout: Duration,
+    default_retry: Duration,
     max_delay: Duration,
     min_delay: Duration,
     idle_timeout: Option<Duration>,
@@ -98,7 +176,8 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_MIN_DELAY: Duration = Duration::from_millis(250);
 
 impl Default for Config {
-    /// The decoder's and the guard's defaults; server delays clamped to 60 s, and never below
+    /// The decoder's and the guard's defaults; a 10 s replay timeout; a 1 s reconnect delay until
+    /// the server asks for another; server delays clamped to 60 s, and never below
     /// 250 ms (jittered up to +50 %); a 300 s idle timeout; 32 resumes per stream, at most 4 in a
     /// row without progress; 6 reconnect attempts per resume with a 250 ms jittered exponential
     /// backoff; jitter seeded from the OS; the stream finishes when nothing is outstanding.
@@ -106,6 +185,8 @@ impl Default for Config {
         Config {
             decoder: sse::Config::default(),
             guard: guard::Config::default(),
+            replay_timeout: Duration::from_secs(10),
+            default_retry: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
             min_delay: DEFAULT_MIN_DELAY,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
@@ -121,27 +202,59 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The decoder's limits.
+    /// The decoder's limits (replaces them; [`Config::decoder_mut`] edits them in place).
     pub fn decoder(&mut self, config: sse::Config) -> &mut Self {
         self.decoder = config;
         self
     }
 
-    /// The guard's settings (policy, windows, replay timeout, default retry, session registry, the
-    /// gate's nesting limit and instruction-set cap).
+    /// The decoder's limits, to edit in place.
+    pub fn decoder_mut(&mut self) -> &mut sse::Config {
+        &mut self.decoder
+    }
+
+    /// The guard's settings: policy, id window, contiguous ids, the gate's nesting limit and
+    /// instruction-set cap (replaces them; [`Config::guard_mut`] edits them in place).
     pub fn guard(&mut self, config: guard::Config) -> &mut Self {
         self.guard = config;
         self
     }
 
-    /// The guard's settings, as [`Config::guard`] set them.
+    /// The guard's settings, to edit in place.
+    pub fn guard_mut(&mut self) -> &mut guard::Config {
+        &mut self.guard
+    }
+
+    /// The guard's settings.
+    pub fn guard_config(&self) -> &guard::Config {
+        &self.guard
+    }
+
+    /// The guard's settings (crate-internal name kept for the client's JSON answers).
+    #[cfg(feature = "client")]
     pub(crate) fn guard_settings(&self) -> &guard::Config {
         &self.guard
+    }
+
+    /// How long a resumed connection may bring no byte while a response it owes is outstanding,
+    /// before the stream refuses it ([`Torn::ReplayMissed`]); runs from the last byte received,
+    /// not from the reconnect (default 10 s).
+    pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.replay_timeout = timeout;
+        self
+    }
+
+    /// The reconnect delay until the server asks for one with `retry:` or `Retry-After`
+    /// (default 1 s), raised to [`Config::min_delay`] and clamped by [`Config::max_delay`] like any.
+    pub fn default_retry(&mut self, delay: Duration) -> &mut Self {
+        self.default_retry = delay;
+        self
     }
 
     /// The delay before repeating a request the server answered `429`/`503` (a driver's retry of
     /// its own request, outside any stream): the server's `asked` delay or the first backoff
     /// step, raised to the jittered floor and clamped like a reconnect's.
+    #[cfg(feature = "client")]
     pub(crate) fn busy_delay(&self, asked: Option<Duration>) -> Duration {
         let jitter = (crate::guard::random_seed() >> 11) as f64 / (1u64 << 53) as f64;
         asked
@@ -225,9 +338,15 @@ impl Config {
         self
     }
 
-    /// A stream with these settings.
+    /// A stream with these settings (its guard with a private registry).
     pub fn build(&self) -> ResumableStream {
         self.build_with_guard(self.guard.build())
+    }
+
+    /// A stream with these settings whose guard shares `registry` with the session's other
+    /// streams ([`Session`] builds its streams this way).
+    pub fn build_in(&self, registry: &guard::Registry) -> ResumableStream {
+        self.build_with_guard(self.guard.build_in(registry))
     }
 
     /// A stream with these settings around a guard the caller built (its settings win over
@@ -527,6 +646,11 @@ impl ResumableStream {
         self.gate.isa()
     }
 
+    /// The replay timeout in force ([`Config::replay_timeout`]).
+    pub fn replay_timeout(&self) -> Duration {
+        self.config.replay_timeout
+    }
+
     /// The guard, for a caller that keeps it beyond the stream.
     pub fn into_guard(self) -> Guard {
         self.guard
@@ -622,7 +746,7 @@ impl ResumableStream {
             } if self.end.is_none() => {
                 let replay = self
                     .awaiting_replay()
-                    .then(|| *at + self.guard.replay_timeout());
+                    .then(|| *at + self.config.replay_timeout);
                 let idle = self.config.idle_timeout.map(|t| *at + t);
                 match (replay, idle) {
                     (Some(a), Some(b)) => Some(a.min(b)),
@@ -648,7 +772,7 @@ impl ResumableStream {
                 last_byte: Some(at),
             } if self.end.is_none() => {
                 let waited = now.saturating_duration_since(at);
-                if self.awaiting_replay() && waited >= self.guard.replay_timeout() {
+                if self.awaiting_replay() && waited >= self.config.replay_timeout {
                     if let Err(e) = self.guard.on_replay_timeout(waited) {
                         self.pending = Some(self.fail(Failure::Refused(e)));
                     }
@@ -804,7 +928,11 @@ impl ResumableStream {
         self.progressed = false;
         self.resumes += 1;
         self.attempts = 0;
-        resume.delay = self.bounded_delay(resume.delay);
+        let asked = self
+            .guard
+            .server_retry()
+            .unwrap_or(self.config.default_retry);
+        resume.delay = self.bounded_delay(asked);
         self.state = State::Waiting {
             until: now + resume.delay,
         };
@@ -879,7 +1007,7 @@ impl Default for Session {
 }
 
 impl Session {
-    /// A session whose streams use `config` (its guard settings get the shared registry).
+    /// A session whose streams use `config` and share one new registry.
     pub fn new(config: Config) -> Session {
         Session {
             config,
@@ -898,11 +1026,7 @@ impl Session {
     }
 
     fn stream(&self) -> ResumableStream {
-        let mut guard = self.config.guard.clone();
-        guard.registry(self.registry.clone());
-        let mut config = self.config.clone();
-        config.guard(guard);
-        config.build()
+        self.config.build_in(&self.registry)
     }
 
     /// The stream of a POST's response: it must deliver `request`'s response, unless another

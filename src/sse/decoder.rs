@@ -720,7 +720,7 @@ impl Decoder {
                     // Fast path: the whole line is in this chunk. Otherwise the rest of the chunk
                     // is known to hold no line end, and the states below do not scan it again.
                     let start = self.pos;
-                    match crate::gate::simd::find_line_end(&buf[start..]) {
+                    match crate::arch::find_line_end(&buf[start..]) {
                         Some(n) => {
                             let r = self.whole_line(cur, start, start + n);
                             self.pos = start + n;
@@ -829,7 +829,7 @@ impl Decoder {
     fn find_line_end(&mut self, buf: &[u8], start: usize) -> Option<usize> {
         match self.eol_known.take() {
             Some(p) => (p < buf.len()).then_some(p),
-            None => crate::gate::simd::find_line_end(&buf[start..]).map(|i| start + i),
+            None => crate::arch::find_line_end(&buf[start..]).map(|i| start + i),
         }
     }
 
@@ -843,7 +843,7 @@ impl Decoder {
         let len = chunk.len();
         // A small chunk (a transport's tiny reads) is tested for a line end inline, without the
         // call into memchr, which costs more than the search itself at this size.
-        let eol = if len <= SHORT_CHUNK && !crate::gate::simd::has_line_end(&chunk) {
+        let eol = if len <= SHORT_CHUNK && !crate::arch::has_line_end(&chunk) {
             None
         } else {
             memchr::memchr2(b'\r', b'\n', &chunk)

@@ -39,19 +39,15 @@
 mod codec;
 mod decoder;
 mod event;
-#[cfg(test)]
-mod reference;
 #[cfg(feature = "stream")]
 mod stream;
-#[cfg(test)]
-mod tests;
 
 #[cfg(feature = "codec")]
 pub use codec::{Codec, CodecError};
-#[cfg(feature = "testing")]
+#[cfg(feature = "__testing")]
 pub(crate) use decoder::COPY_BELOW;
 pub use decoder::{Config, DecodeError, Decoder};
-#[cfg(feature = "testing")]
+#[cfg(feature = "__testing")]
 pub(crate) use event::JOIN;
 pub(crate) use event::for_each_from;
 pub use event::{Data, DataReader, Event, PartialEvent};

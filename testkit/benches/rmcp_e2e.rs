@@ -7,8 +7,6 @@
 //! The decode-only comparison with sse-stream 0.2.6 (rmcp's SSE parser) is the library's
 //! `decode` and `alloc` benches.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -17,32 +15,10 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use ssegate_oracles::alloc::{Counting, Span};
 use ssegate_testkit::server::{DEFAULT_RESULT_SIZE, ServerConfig};
 
-struct Counting;
-
-static BYTES: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call is forwarded unchanged to `System`; the counter is a plain atomic.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size.saturating_sub(layout.size()) as u64, Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+// Counts every allocation (a grown buffer counts its growth); see `ssegate_oracles::alloc`.
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -93,11 +69,11 @@ fn e2e(c: &mut Criterion) {
     for (name, client) in [("rmcp_reqwest", &plain), ("ssegate_guarded", &guarded)] {
         const CALLS: u64 = 5;
         call(&rt, client);
-        let before = BYTES.load(Relaxed);
+        let span = Span::process();
         for _ in 0..CALLS {
             call(&rt, client);
         }
-        let per_call = (BYTES.load(Relaxed) - before) / CALLS;
+        let per_call = span.allocated() / CALLS;
         println!(
             "{name}: {:.2} MiB allocated per 4 MiB call ({per_call} bytes)",
             per_call as f64 / f64::from(1 << 20)

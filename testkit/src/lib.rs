@@ -1,5 +1,6 @@
-//! ssegate's test kit (not published): everything needed to reproduce the torn-resume failure over
-//! real TCP on loopback, and to show the guard preventing it.
+//! Loopback MCP Streamable HTTP servers for testing MCP clients and servers over real TCP: everything
+//! needed to reproduce the torn-resume failure on loopback, and to show ssegate's guard preventing
+//! it.
 //!
 //! - [`server`]: a minimal MCP Streamable HTTP server with a real [`ssegate::replay::ReplayBuffer`]
 //!   per session and a switchable resume-miss behaviour ([`server::ServerMode`]).
@@ -10,8 +11,9 @@
 //! - [`demo`]: the harness behind `ssegate demo`, with the naive appending client
 //!   ([`demo::NaiveClient`]) and the guarded [`ssegate::client::Client`].
 //!
-//! The library crate `ssegate` does not depend on this crate; its CLI (`ssegate-cli`) and its
-//! transport tests do.
+//! The proxy and the hostile server bind `127.0.0.1`, the MCP server the address it is given; all
+//! run on the current tokio runtime. The library crate `ssegate` does not depend on this crate; its command
+//! (`ssegate-cli`) and its transport tests do.
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 

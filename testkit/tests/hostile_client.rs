@@ -5,10 +5,8 @@
 //!
 //! The tests run one at a time (the allocator's peak is process-wide).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue};
@@ -17,44 +15,8 @@ use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Redirect
 use ssegate::guard::{Restart, Torn};
 use ssegate::resume::{self, Failure};
 use ssegate::sse;
+use ssegate_oracles::alloc::{Counting, Span};
 use ssegate_testkit::hostile::{Hit, HostileServer, IdShape, Misbehaviour};
-
-/// Counts live heap bytes and their peak.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator with the caller's arguments; the
-// counters are plain atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as is.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded as is.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-}
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -72,16 +34,15 @@ fn measure<T>(limit: Duration, f: impl Future<Output = T>) -> (T, usize, Duratio
         .enable_all()
         .build()
         .expect("runtime");
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let span = Span::process();
     let started = Instant::now();
     let out = runtime
         .block_on(async { tokio::time::timeout(limit, f).await })
         .unwrap_or_else(|_| panic!("no answer within {limit:?}: the client hangs"));
     let took = started.elapsed();
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    let peak = span.peak();
     drop(runtime);
-    // Shown with `--nocapture` (the figures quoted in the README's limits section).
+    // Shown with `--nocapture` (the figures quoted in docs/LIMITS.md).
     println!(
         "{}: peak {} KiB in {took:?}",
         std::thread::current().name().unwrap_or("?"),

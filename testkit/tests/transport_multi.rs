@@ -13,13 +13,11 @@ use std::time::{Duration, Instant};
 
 use ssegate::client::Retry;
 use ssegate::replay::{RedisConfig, RedisStore};
+use ssegate_oracles::redis_server;
 use ssegate_testkit::demo::{self, ClientKind, DemoConfig, DemoStore, Harness, Row};
 use ssegate_testkit::server::{ServerConfig, ServerMode, ServerStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-#[path = "../../tests/support/redis_server.rs"]
-mod redis_server;
 
 const TRIALS: usize = 4;
 const LIMIT: Duration = Duration::from_secs(60);

@@ -8,10 +8,10 @@ use std::arch::x86_64::{
 };
 
 use super::prefix_xor;
-use crate::gate::simd::bits::escapes;
-use crate::gate::simd::{
+use crate::arch::bits::escapes;
+use crate::arch::{
     Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, WHITESPACE,
-    scalar,
+    portable,
 };
 
 /// Proof that this CPU runs AVX2 and PCLMULQDQ: only [`Avx2::detect`] creates one, and every kernel of
@@ -27,14 +27,14 @@ impl Avx2 {
         .then_some(Avx2(()))
     }
 
-    /// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
+    /// See [`Kernels::scan_string`](crate::arch::Kernels::scan_string).
     #[inline]
     pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
         // SAFETY: `self` exists, so `detect` found AVX2.
         unsafe { scan_string::<NON_ASCII>(bytes) }
     }
 
-    /// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
+    /// See [`Kernels::string_blocks`](crate::arch::Kernels::string_blocks).
     #[inline]
     pub(crate) fn string_blocks(
         self,
@@ -45,7 +45,7 @@ impl Avx2 {
         unsafe { string_blocks(bytes, sink) }
     }
 
-    /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+    /// See [`Kernels::json_blocks`](crate::arch::Kernels::json_blocks).
     #[inline]
     pub(crate) fn json_blocks(
         self,
@@ -57,7 +57,7 @@ impl Avx2 {
         unsafe { json_blocks(bytes, carry, sink) }
     }
 
-    /// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
+    /// See [`Kernels::structural_blocks`](crate::arch::Kernels::structural_blocks).
     #[inline]
     pub(crate) fn structural_blocks(
         self,
@@ -87,7 +87,7 @@ fn bits(v: __m256i) -> u64 {
     u64::from(_mm256_movemask_epi8(v) as u32)
 }
 
-/// The stop mask of one 32-byte vector (see `simd::scan_string`).
+/// The stop mask of one 32-byte vector (see `Kernels::scan_string`).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn stop_mask<const NON_ASCII: bool>(v: __m256i) -> u64 {
@@ -104,7 +104,7 @@ fn stop_mask<const NON_ASCII: bool>(v: __m256i) -> u64 {
     bits(_mm256_or_si256(_mm256_or_si256(quote, backslash), low))
 }
 
-/// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
+/// See [`Kernels::scan_string`](crate::arch::Kernels::scan_string).
 ///
 /// # Safety
 /// The CPU must support AVX2.
@@ -130,10 +130,10 @@ unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
         }
         i += 32;
     }
-    scalar::scan_tail::<NON_ASCII>(bytes, i)
+    portable::scan_tail::<NON_ASCII>(bytes, i)
 }
 
-/// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
+/// See [`Kernels::structural_blocks`](crate::arch::Kernels::structural_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX2 and PCLMULQDQ.
@@ -218,7 +218,7 @@ fn string_masks(v: __m256i, lo_t: __m256i, hi_t: __m256i) -> StringMasks {
     }
 }
 
-/// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
+/// See [`Kernels::string_blocks`](crate::arch::Kernels::string_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX2.
@@ -261,7 +261,7 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
     }
 }
 
-/// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+/// See [`Kernels::json_blocks`](crate::arch::Kernels::json_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX2 and PCLMULQDQ.

@@ -1,10 +1,11 @@
-//! Decoder vs the reference oracle, under every chunking.
+//! The SSE decoder against its reference (`ssegate_oracles::sse_reference`, the WHATWG algorithm
+//! applied literally), under every chunking; and its limits, under every chunking.
 
 use bytes::Bytes;
 use proptest::prelude::*;
 
-use super::reference::{self, Outcome};
-use super::{Decoder, PartialEvent};
+use ssegate::sse::{Config, DecodeError, Decoder, PartialEvent};
+use ssegate_oracles::sse_reference::{self as reference, Outcome};
 
 /// Feeds `input` cut at `cuts` (sorted offsets), pulling events after each chunk.
 fn decode_chunked(input: &[u8], cuts: &[usize]) -> Outcome {
@@ -48,6 +49,7 @@ fn decode_batched(input: &[u8], cuts: &[usize], batch: usize) -> Outcome {
              bytes,
              data_len,
              id,
+             ..
          }| (bytes, data_len, id.map(|i| i.to_vec())),
     );
     Outcome {
@@ -138,12 +140,12 @@ fn every_two_way_split_of_a_mixed_stream() {
 /// Events and errors (whole), the partial event and the offset, for `input` cut at `cuts` under
 /// `config`.
 type LimitedRun = (
-    Vec<Result<(Vec<u8>, Vec<u8>, Vec<u8>), super::DecodeError>>,
+    Vec<Result<(Vec<u8>, Vec<u8>, Vec<u8>), DecodeError>>,
     Option<PartialEvent>,
     Vec<u8>,
 );
 
-fn decode_limited(config: &super::Config, input: &[u8], cuts: &[usize]) -> LimitedRun {
+fn decode_limited(config: &Config, input: &[u8], cuts: &[usize]) -> LimitedRun {
     let whole = Bytes::copy_from_slice(input);
     let mut d = config.build();
     let mut items = Vec::new();
@@ -164,7 +166,7 @@ fn decode_limited(config: &super::Config, input: &[u8], cuts: &[usize]) -> Limit
     (items, partial, d.last_event_id().to_vec())
 }
 
-fn small_limits() -> impl Strategy<Value = super::Config> {
+fn small_limits() -> impl Strategy<Value = Config> {
     let limit = prop_oneof![Just(0usize), 1..12usize, 12..80usize, Just(usize::MAX)];
     (
         limit.clone(),
@@ -174,7 +176,7 @@ fn small_limits() -> impl Strategy<Value = super::Config> {
         prop_oneof![Just(0usize), 1..6usize, Just(usize::MAX)],
     )
         .prop_map(|(line, event, field, block, copy_below)| {
-            let mut c = super::Config::default();
+            let mut c = Config::default();
             c.max_line(line)
                 .max_event(event)
                 .max_field(field)
@@ -205,7 +207,7 @@ proptest! {
 fn the_block_limit_counts_every_wire_byte() {
     // Block: "id: 1\n" (6) + ": c\n" (4) + "x: y\r\n" (6) + "data: ab\n" (9) = 25 bytes.
     let input = b"id: 1\n: c\nx: y\r\ndata: ab\n\ndata: next\n\n";
-    let mut config = super::Config::default();
+    let mut config = Config::default();
     // From 11 bytes up the next block ("data: next\n") fits.
     for limit in 11..30 {
         config.max_block(limit);
@@ -223,7 +225,7 @@ fn the_block_limit_counts_every_wire_byte() {
                 .unwrap();
             assert_eq!(
                 items[0],
-                Err(super::DecodeError::BlockTooLarge {
+                Err(DecodeError::BlockTooLarge {
                     limit,
                     offset: line_start
                 }),

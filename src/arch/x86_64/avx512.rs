@@ -9,8 +9,8 @@ use std::arch::x86_64::{
 };
 
 use super::prefix_xor;
-use crate::gate::simd::bits::escapes;
-use crate::gate::simd::{
+use crate::arch::bits::escapes;
+use crate::arch::{
     Blocks, ESCAPE_HI, ESCAPE_LO, JsonMasks, StringCarry, StringMasks, Structurals, WHITESPACE,
 };
 
@@ -29,14 +29,14 @@ impl Avx512 {
         .then_some(Avx512(()))
     }
 
-    /// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
+    /// See [`Kernels::scan_string`](crate::arch::Kernels::scan_string).
     #[inline]
     pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
         // SAFETY: `self` exists, so `detect` found AVX-512F and AVX-512BW.
         unsafe { scan_string::<NON_ASCII>(bytes) }
     }
 
-    /// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
+    /// See [`Kernels::string_blocks`](crate::arch::Kernels::string_blocks).
     #[inline]
     pub(crate) fn string_blocks(
         self,
@@ -47,7 +47,7 @@ impl Avx512 {
         unsafe { string_blocks(bytes, sink) }
     }
 
-    /// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+    /// See [`Kernels::json_blocks`](crate::arch::Kernels::json_blocks).
     #[inline]
     pub(crate) fn json_blocks(
         self,
@@ -59,7 +59,7 @@ impl Avx512 {
         unsafe { json_blocks(bytes, carry, sink) }
     }
 
-    /// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
+    /// See [`Kernels::structural_blocks`](crate::arch::Kernels::structural_blocks).
     #[inline]
     pub(crate) fn structural_blocks(
         self,
@@ -72,7 +72,7 @@ impl Avx512 {
     }
 }
 
-/// The stop mask of one 64-byte vector (see `simd::scan_string`).
+/// The stop mask of one 64-byte vector (see `Kernels::scan_string`).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn stop_mask<const NON_ASCII: bool>(v: __m512i) -> u64 {
@@ -98,7 +98,7 @@ fn quote_or_control(v: __m512i) -> u64 {
     )
 }
 
-/// See [`Kernels::scan_string`](crate::gate::simd::Kernels::scan_string).
+/// See [`Kernels::scan_string`](crate::arch::Kernels::scan_string).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512BW.
@@ -129,7 +129,7 @@ unsafe fn scan_string<const NON_ASCII: bool>(bytes: &[u8]) -> usize {
     n
 }
 
-/// See [`Kernels::structural_blocks`](crate::gate::simd::Kernels::structural_blocks).
+/// See [`Kernels::structural_blocks`](crate::arch::Kernels::structural_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW and PCLMULQDQ.
@@ -181,7 +181,7 @@ unsafe fn structural_blocks<F: FnMut(usize, Structurals) -> bool>(
     i
 }
 
-/// See [`Kernels::string_blocks`](crate::gate::simd::Kernels::string_blocks).
+/// See [`Kernels::string_blocks`](crate::arch::Kernels::string_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW and BMI1.
@@ -233,7 +233,7 @@ unsafe fn string_blocks<F: FnMut(usize, StringMasks) -> bool>(bytes: &[u8], mut 
     }
 }
 
-/// See [`Kernels::json_blocks`](crate::gate::simd::Kernels::json_blocks).
+/// See [`Kernels::json_blocks`](crate::arch::Kernels::json_blocks).
 ///
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW and PCLMULQDQ.

@@ -12,8 +12,10 @@
 //! multi-megabyte events and long runs of lines; the cut points then scale to the whole length.
 
 use bytes::Bytes;
+use ssegate::hooks::{SSE_COPY_BELOW, sse_join_ptr};
 use ssegate::sse::{Config, DecodeError, Decoder, Event};
-use ssegate::testing::{ReferenceOutcome, SSE_COPY_BELOW, reference_decode, sse_join_ptr};
+
+use crate::sse_reference::{self, Outcome as ReferenceOutcome};
 
 use super::pieces;
 
@@ -334,7 +336,7 @@ pub fn sse_chunking(data: &[u8]) {
         // The reference decoder has no limits: it is the oracle while none was hit.
         assert_eq!(
             as_reference(&expected),
-            reference_decode(payload),
+            sse_reference::decode(payload),
             "decoder disagrees with the reference"
         );
     } else if limits.is_some() && !hit_a_limit {

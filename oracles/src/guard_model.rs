@@ -30,11 +30,11 @@ use std::fmt::Write as _;
 
 use bytes::Bytes;
 
-use crate::guard::{
+use ssegate::guard::{
     Config, ConnectionEnd, Decision, Guard, Policy, ReconnectResponse, Registry, Torn,
 };
-use crate::message::RpcId;
-use crate::sse::Decoder;
+use ssegate::message::RpcId;
+use ssegate::sse::Decoder;
 
 /// Reads choices from raw bytes; zeros once exhausted.
 struct Bits<'a> {
@@ -650,6 +650,9 @@ fn frames(evs: &[Ev], id_after_data: bool) -> String {
 
 const SSE: &str = "text/event-stream";
 
+/// The wait a held-open resume is reported after (the stream's default replay timeout).
+const REPLAY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs a scenario through the real decoder and guard.
 pub fn play(s: &Scenario) -> Result<Outcome, String> {
     let msgs = messages(s);
@@ -673,12 +676,9 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
     } else {
         Policy::Verified
     };
-    let mut guard = Config::default()
-        .policy(policy)
-        .registry(session.clone())
-        .build();
+    let mut guard = Config::default().policy(policy).build_in(&session);
     guard.expect_response(RpcId::Number(1));
-    let mut get_guard = Config::default().registry(session).build();
+    let mut get_guard = Config::default().build_in(&session);
     let mut decoder = Decoder::new();
     let mut out = Outcome::default();
 
@@ -784,7 +784,7 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
         }
         if behaviour == Behaviour::HeldOpen {
             // The connection never ends: without a refusal at the timeout, the client waits forever.
-            if let Err(e) = guard.on_replay_timeout(guard.replay_timeout()) {
+            if let Err(e) = guard.on_replay_timeout(REPLAY_TIMEOUT) {
                 out.refused = Some(e.kind);
             } else {
                 out.stalled = true;

@@ -1,18 +1,21 @@
-//! The obviously-right oracle: the whole input at once, split into lines naively, the WHATWG
-//! algorithm applied literally with owned buffers. Slow and copying on purpose.
+//! The SSE decoder's obviously-right oracle: the whole input at once, split into lines naively,
+//! the WHATWG algorithm applied literally with owned buffers. Slow and copying on purpose.
 
 /// What a whole input decodes to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Outcome {
+pub struct Outcome {
     /// (type, data, last event id) of each dispatched event.
-    pub(crate) events: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
-    pub(crate) last_event_id: Vec<u8>,
-    pub(crate) retry: Option<u64>,
+    pub events: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+    /// The last event id when the input ended.
+    pub last_event_id: Vec<u8>,
+    /// The last valid `retry` value.
+    pub retry: Option<u64>,
     /// (bytes, data_len, id) of the block open at the end.
-    pub(crate) partial: Option<(u64, u64, Option<Vec<u8>>)>,
+    pub partial: Option<(u64, u64, Option<Vec<u8>>)>,
 }
 
-pub(crate) fn decode(input: &[u8]) -> Outcome {
+/// Decodes a whole input.
+pub fn decode(input: &[u8]) -> Outcome {
     let input = input.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(input);
 
     // Lines with their terminator lengths; the unterminated tail separately.

@@ -9,7 +9,7 @@ use std::arch::x86_64::{
 #[inline]
 pub(crate) fn has_line_end(hay: &[u8]) -> bool {
     let Some(last) = hay.len().checked_sub(16) else {
-        return super::super::scalar::has_line_end(hay);
+        return crate::arch::portable::has_line_end(hay);
     };
     // SAFETY: SSE2 is part of the x86-64 baseline, so its intrinsics run on every CPU this code is
     // built for. Each load reads 16 bytes starting at `hay[last]` or at an exact 16-byte block of

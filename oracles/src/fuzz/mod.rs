@@ -1,4 +1,7 @@
-//! One function per fuzz target: raw input in, panic on an oracle violation.
+//! The fuzz targets' oracles: one function per target (`fuzz/fuzz_targets/<name>.rs`), raw input
+//! in, panic on an oracle violation. The library's `tests/regression.rs` replays every input under
+//! `tests/regression/<target>/` through the same function, so a crash found by `cargo fuzz` fails
+//! `cargo test` exactly as it failed the fuzzer.
 //!
 //! The byte-oriented targets (`sse_chunking`, `gate_differential`, `resume_ahead`) read a small header so that seed
 //! inputs are the test vectors themselves with two bytes in front:
@@ -15,7 +18,7 @@
 
 mod gate_differential;
 mod guard_model;
-mod replay_buffer;
+pub mod replay_buffer;
 mod resume_ahead;
 mod sse_chunking;
 
