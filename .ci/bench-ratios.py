@@ -15,12 +15,12 @@ import sys
 
 # (group, function) -> minimum throughput ratio to memcpy; "a|b" checks the first of a, b that ran
 # (ISA-specific ids). Regression guards with headroom for a noisy shared 2-core machine: half of
-# what the code measured on this 2-core AVX-512BW VM (README, "Performance"; the latest run is at
-# 8107a5e), the issue's target beside it where the code misses it (the gap is reported, not hidden).
+# what the code measures on a 2-core AVX-512BW VM (docs/PERFORMANCE.md), the design target beside
+# it where the code misses it (the gap is reported, not hidden).
 # `ssegate_guarded` is the path that ships (ResumableStream: decode, exact gate, JSON-RPC peek,
 # content hash, replay window).
 THRESHOLDS = {
-    # measured 0.23 (310-317 us; 0.27 at 341 us against a slower memcpy two turns ago); target
+    # measured 0.23 (310-317 us); target
     # >= 0.5, below the content hash's floor plus the gate's (the decode groups' xxh3 row: 0.77-0.84)
     ("one_4mib_event_16k_chunks", "ssegate_guarded"): 0.115,
     # the same with the guard's gate capped at AVX2 (guard::Config::max_isa): the CPUs without
@@ -29,8 +29,7 @@ THRESHOLDS = {
     ("one_4mib_event_16k_chunks", "ssegate_guarded_avx2|ssegate_guarded"): 0.09,
     ("dense_4mib_event_16k_chunks", "ssegate_guarded"): 0.012,  # measured 0.024-0.034; target >= 0.15
     ("one_4mib_event_64b_chunks", "ssegate_guarded"): 0.011,  # measured 0.022-0.032 (noisy)
-    # target <= 250 ns/event (~0.028 x memcpy here); measured 238-257 ns/event (0.026-0.029), 301
-    # last turn
+    # target <= 250 ns/event (~0.028 x memcpy here); measured 238-257 ns/event (0.026-0.029)
     ("100k_events_200b_16k_chunks", "ssegate_guarded"): 0.014,
     ("one_4mib_event_16k_chunks", "ssegate"): 0.6,  # decoder alone; measured 1.25-1.9
     ("dense_4mib_event_16k_chunks", "ssegate"): 0.6,  # measured 1.24-1.8 (one data line)
@@ -47,21 +46,18 @@ THRESHOLDS = {
 # (group, function, other) -> minimum of function's throughput / other's, in the same run; "a|b" as
 # `other` is the fastest of them (the best peer). Half of what was measured, the target beside it.
 RELATIVE = {
-    # decode alone vs sse-stream 0.3: target >= 1.5; measured 1.67-1.81 with the event: line every
-    # event carries in earlier turns, 1.19-1.38 last turn (the peer faster on this host), 1.24 and
-    # 1.60 in this turn's two runs (the event: fast path, the inline line-end search); half, 0.6
+    # decode alone vs sse-stream 0.3: target >= 1.5; measured 1.19-1.60 (the peer's speed varies on
+    # this host); half, 0.6
     ("100k_events_200b_16k_chunks", "ssegate", "sse-stream_0.3"): 0.6,
-    # decode alone, 64-byte chunks, vs the best peer: target >= 1.25; measured 1.27-1.31 (sse-stream
-    # 0.3) this turn, 1.26 and 1.20 (sseer) before (allocator-bound and the noisiest row)
+    # decode alone, 64-byte chunks, vs the best peer: target >= 1.25; measured 1.20-1.31
+    # (allocator-bound and the noisiest row)
     ("one_4mib_event_64b_chunks", "ssegate", "sseer|sse-stream_0.3"): 0.6,
     # guard + the application's parse vs the parse alone: target time <= 1.15 x (>= 0.87); measured
-    # 0.87-0.99 (0.87 and 0.94 in this turn's two runs)
+    # 0.87-0.99
     ("one_4mib_event_16k_chunks", "ssegate_guarded+simd_json", "ssegate+simd_json"): 0.47,
     # delivery after the last chunk of a 4 MiB result, gate ahead vs gate at dispatch: measured 133-260 x
-    # (199 in the latest run)
     ("latency_after_last_chunk_4mib", "gate_ahead", "gate_at_dispatch"): 50,
     # decode + guard vs decode + simd-json parse: target time <= 0.3 x (>= 3.3); measured 1.13-1.43
-    # (1.43 in the latest run)
     ("100k_events_200b_16k_chunks", "ssegate_guarded", "ssegate+simd_json"): 0.65,
     # the exact gate vs the fastest validator with no value built (serde_json into IgnoredAny,
     # simd-json's tape): measured 1.79-2.05 (dense; serde_json) and 3.88-4.09 (prose; serde_json)

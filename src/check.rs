@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::guard::{Guard, ReconnectResponse, Skip};
+use crate::guard::{Guard, ReconnectResponse};
 use crate::message::RpcId;
 use crate::resume::{self, Answer, EventInfo, Output, ResumableStream};
 
@@ -310,18 +310,4 @@ fn run(
     summary.events = stream.guard().stats().events;
     summary.unanswered = stream.guard().outstanding().to_vec();
     summary
-}
-
-/// A one-line description of a skip.
-pub fn describe_skip(skip: &Skip) -> String {
-    match skip {
-        Skip::ExactReplay { id } => {
-            format!("skip: exact replay of {:?}", String::from_utf8_lossy(id))
-        }
-        Skip::DuplicateResponse { rpc_id } => {
-            format!("skip: duplicate response to request {rpc_id}")
-        }
-        Skip::KeepAlive => "skip: keep-alive".to_string(),
-        Skip::ErrorFrame { .. } => "skip: event: error frame with no JSON message".to_string(),
-    }
 }

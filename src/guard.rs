@@ -158,6 +158,7 @@ impl Config {
 
 /// What the guard decided about one event.
 #[derive(Debug)]
+#[non_exhaustive]
 #[must_use = "a Deliver decision carries the message"]
 pub enum Decision {
     /// A complete, new message: hand it to the application.
@@ -182,7 +183,7 @@ pub struct Delivery {
     pub rpc: RpcPeek,
 }
 
-/// Why an event was not delivered.
+/// Why an event was not delivered. `Display` says it in a few words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Skip {
@@ -204,6 +205,19 @@ pub enum Skip {
         /// Its own id, if it had one (the cursor does not move to it).
         id: Option<Bytes>,
     },
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Skip::ExactReplay { id } => write!(f, "exact replay of {}", show(id)),
+            Skip::DuplicateResponse { rpc_id } => {
+                write!(f, "duplicate response to request {rpc_id}")
+            }
+            Skip::KeepAlive => f.write_str("keep-alive"),
+            Skip::ErrorFrame { .. } => f.write_str("event: error frame with no JSON message"),
+        }
+    }
 }
 
 /// Where to reconnect after a connection end.
@@ -249,8 +263,11 @@ impl ConnectionEnd {
     }
 }
 
-/// The response to a reconnect (`GET` + `Last-Event-ID`).
+/// The response to a reconnect (`GET` + `Last-Event-ID`): build it with
+/// [`ReconnectResponse::new`], [`ReconnectResponse::event_stream`] or
+/// [`ReconnectResponse::from_raw`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReconnectResponse {
     /// HTTP status code.
     pub status: u16,
@@ -262,6 +279,7 @@ pub struct ReconnectResponse {
 
 /// Counters a caller can report.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Events seen.
     pub events: u64,

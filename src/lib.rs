@@ -120,6 +120,17 @@
 //! - `rmcp-server`: rmcp's `EventStore` on the Redis store.
 //! - `rmcp`: the rmcp client drop-in (implies `client`).
 //!
+//! # Foreign types in the public API
+//!
+//! Always: [`bytes::Bytes`] (event data, ids, chunks). Behind features, and only there: `http`
+//! (`http::response::Parts`), `client` (`reqwest::Error` as the source of
+//! `ClientError::Http` and `ClientError::InvalidResponse`, `reqwest::header`
+//! names and values in `ClientConfig::header`, `serde_json::Value` for call parameters and
+//! results), `codec` (`tokio_util::codec::Decoder`), `stream` and `guarded-stream`
+//! (`futures_core::Stream`), `redis` (none: the store connects from a URL), `rmcp-server` and `rmcp`
+//! (rmcp's traits and types). A new release of one of these crates with a breaking change is a
+//! breaking change of the feature that exposes it.
+//!
 //! The repository's README and its `docs` folder hold the design record, the full table of limits
 //! and their defaults, the performance figures with the commands that measure them, the demo, and
 //! the guide to replay stores for servers.

@@ -1,6 +1,6 @@
 //! The guard's memory, measured by a counting global allocator (per thread, so the tests of this
 //! file can run in parallel): no allocation per event on the steady-state guard path, and
-//! responses with huge ids cost the windows a few words each (issue 14, memory 5).
+//! responses with huge ids cost the windows a few words each.
 
 use bytes::Bytes;
 use ssegate::gate::{Gate, Verdict};

@@ -1,4 +1,4 @@
-//! One test per row of the guard decision table (docs/DESIGN.md) and per finding of issue 14, as
+//! One test per row of the guard decision table (docs/DESIGN.md) and per field finding, as
 //! event sequences driven through the shipped wiring (`check::check_guard`: decoder, gate and guard in
 //! a `ResumableStream`). Connections are separated by marker lines this file parses
 //! (`#reconnect status=.. [retry-after=..] [content-type=..]`), independent of the CLI's capture
@@ -17,11 +17,7 @@ use ssegate::resume::{self, Answer, Output};
 use ssegate::sse::{self, Decoder};
 
 fn parse_marker(line: &str) -> ReconnectResponse {
-    let mut r = ReconnectResponse {
-        status: 200,
-        retry_after: None,
-        content_type: None,
-    };
+    let mut r = ReconnectResponse::new(200, None, None);
     for kv in line.split_whitespace().skip(1) {
         match kv.split_once('=') {
             Some(("status", v)) => r.status = v.parse().expect("status"),
@@ -137,6 +133,7 @@ fn render(d: &Decision) -> String {
         Decision::Skip(Skip::KeepAlive) => "keepalive".into(),
         Decision::Skip(Skip::ErrorFrame { .. }) => "skip-error-frame".into(),
         Decision::Skip(other) => format!("skip {other:?}"),
+        other => format!("{other:?}"),
     }
 }
 
@@ -368,11 +365,7 @@ fn reconnect_409_410_and_error_frames_answering_a_resume_are_replay_unavailable(
 
     let mut guard = Guard::new();
     guard.expect_response(RpcId::Number(1));
-    let r = ReconnectResponse {
-        status: 409,
-        retry_after: Some(Duration::from_secs(3)),
-        content_type: None,
-    };
+    let r = ReconnectResponse::new(409, Some(Duration::from_secs(3)), None);
     let err = guard.on_reconnect(&r).unwrap_err();
     assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
     assert!(err.must_renegotiate());
@@ -385,7 +378,7 @@ fn reconnect_409_410_and_error_frames_answering_a_resume_are_replay_unavailable(
 
 #[test]
 fn error_frames_elsewhere_are_not_refusals() {
-    // Issue 14 finding 4: mid-stream, on the first connection, and after the first event of a
+    // mid-stream, on the first connection, and after the first event of a
     // resumed connection, an `event: error` frame without a JSON message is skipped; one with a
     // complete JSON value is judged like any event.
     let text = "event: error\ndata: upstream hiccup\n\n";
@@ -424,11 +417,7 @@ fn error_frames_elsewhere_are_not_refusals() {
 fn reconnect_busy_is_transient_and_does_not_poison_the_guard() {
     let mut guard = Guard::new();
     for status in [429, 503] {
-        let r = ReconnectResponse {
-            status,
-            retry_after: Some(Duration::from_secs(2)),
-            content_type: None,
-        };
+        let r = ReconnectResponse::new(status, Some(Duration::from_secs(2)), None);
         let err = guard.on_reconnect(&r).unwrap_err();
         assert!(matches!(err.kind, Torn::Busy { .. }));
         assert!(!err.must_renegotiate());
@@ -536,7 +525,7 @@ fn after_resume_the_interrupted_event_skipped_is_a_gap() {
 
 #[test]
 fn after_resume_a_session_wide_counter_is_accepted() {
-    // Issue 14 finding 1: one counter for all streams of the session; this stream gets the odd ids.
+    // one counter for all streams of the session; this stream gets the odd ids.
     let capture =
         ev("1", "") + &ev("3", &progress(1)) + MARK + &ev("5", &progress(2)) + &ev("9", RESULT);
     assert_eq!(
@@ -690,7 +679,7 @@ fn after_resume_uuid_ids_with_a_numeric_last_group_stay_opaque() {
 
 #[test]
 fn after_resume_a_priming_event_is_accepted_when_nothing_needed_replaying() {
-    // Issue 14 finding 2: Python SDK 2.x opens the resumed stream's live tail with a fresh
+    // Python SDK 2.x opens the resumed stream's live tail with a fresh
     // priming event; cut at a boundary while the tool runs, it is the first event after the resume.
     let capture = ev("6b1e0c9a-uuid-a", "")
         + &ev("6b1e0c9a-uuid-b", &progress(1))
@@ -882,7 +871,7 @@ fn the_registry_answer_window_is_bounded_and_configurable() {
 
 #[test]
 fn a_decode_limit_is_typed_reported_and_not_stuck() {
-    // Issue 14 finding 5: the event over the limit is lost and reported; the guard goes on.
+    // the event over the limit is lost and reported; the guard goes on.
     let big = RESULT.replace("hello", &"x".repeat(500));
     let capture =
         ev("1", PROGRESS) + &ev("2", &big) + &ev("3", &progress(3)) + MARK + &ev("4", RESULT);

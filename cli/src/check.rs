@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use ssegate::check::{Step, check, describe_skip, split_capture};
+use ssegate::check::{Step, check, split_capture};
 use ssegate::guard::Policy;
 use ssegate::message::RpcId;
 use ssegate::resume::{self, Answer, EventInfo, Output};
@@ -142,7 +142,7 @@ fn line(step: &Step<'_>) -> Option<String> {
             Some(id) => format!("deliver ({:?} {id})", d.rpc.kind),
             None => format!("deliver ({:?})", d.rpc.kind),
         },
-        Output::Skip(s) => describe_skip(s),
+        Output::Skip(s) => format!("skip: {s}"),
         Output::Cursor(c) => format!("cursor := {}", show(c)),
         Output::Dropped(e) => return Some(format!("decode    -> DROP: {e}")),
         Output::Disconnected(resume) => {

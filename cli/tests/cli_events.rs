@@ -109,7 +109,7 @@ fn decode_errors_go_to_stderr_and_decoding_continues() {
     }
 }
 
-/// Issue 14: 8,000,000 `data:x` lines (56 MB, no blank line) took `ssegate events` to 891 MB of
+/// 8,000,000 `data:x` lines (56 MB, no blank line) took `ssegate events` to 891 MB of
 /// resident memory, every line a segment or two and a chunk refcount. Now the whole run stays
 /// within a few times the input (which the CLI reads whole): peak resident memory, polled from
 /// `/proc` while the process runs.

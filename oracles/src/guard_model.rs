@@ -745,11 +745,7 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
             }
         }
         let reply = server.reply(&last, behaviour, last_cut.mid_event, &msgs)?;
-        let ok = ReconnectResponse {
-            status: 200,
-            retry_after: None,
-            content_type: Some(SSE.into()),
-        };
+        let ok = ReconnectResponse::new(200, None, Some(SSE.into()));
         if let Err(e) = guard.on_reconnect(&ok) {
             out.refused = Some(e.kind);
             return Ok(out);

@@ -1065,6 +1065,20 @@ pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
 }
 
 impl ReconnectResponse {
+    /// A response with this status, and with the `Retry-After` delay and `Content-Type` given
+    /// (already parsed; [`ReconnectResponse::from_raw`] parses header bytes).
+    pub fn new(
+        status: u16,
+        retry_after: Option<Duration>,
+        content_type: Option<String>,
+    ) -> ReconnectResponse {
+        ReconnectResponse {
+            status,
+            retry_after,
+            content_type,
+        }
+    }
+
     /// A `200 text/event-stream` answer (what a replaying server sends).
     pub fn event_stream() -> ReconnectResponse {
         ReconnectResponse {
