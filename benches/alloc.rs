@@ -6,7 +6,7 @@
 //! The input chunks are allocated before counting starts (a transport hands them over, each chunk
 //! its own allocation); what is counted is every allocation the decoder (and, for peers, its
 //! `Stream` plumbing) makes while turning those chunks into events, each event dropped as soon as
-//! it is yielded. ssegate's copies of pieces under `Config::copy_below` show up here.
+//! it is yielded. ssegate's copies of pieces under `DecoderConfig::copy_below` show up here.
 
 mod common;
 

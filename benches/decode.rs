@@ -28,7 +28,7 @@
 //! each. Any decoder handed owned chunks pays it, so it is the floor under every row (it dominates
 //! with 64-byte chunks). `benches/alloc.rs` counts the allocations.
 //!
-//! The `tiny_chunks_<size>` groups pick `Config::copy_below`: one 4 MiB event in chunks of `size`
+//! The `tiny_chunks_<size>` groups pick `DecoderConfig::copy_below`: one 4 MiB event in chunks of `size`
 //! bytes, decoded and then read once segment by segment (an xxh3 over the rope, as the guard's
 //! content hash reads it), with every chunk sliced (`slice`: `copy_below(0)`) or copied (`copy`:
 //! `copy_below(usize::MAX)`).
@@ -47,7 +47,7 @@ use criterion::{
     BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main,
 };
 use ssegate::gate::Isa;
-use ssegate::sse::Config;
+use ssegate::sse::DecoderConfig;
 use twox_hash::xxhash3_64::{RawHasher, SecretBuffer};
 
 fn bench_decoder(g: &mut BenchmarkGroup<'_, WallTime>, id: &str, run: Run, chunks: &[Bytes]) {
@@ -115,12 +115,14 @@ fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usiz
         bench_decoder(&mut g, id, run, &owned);
     }
     // The prose target is also set for CPUs without AVX-512: the shipped path with the guard's gate
-    // capped at AVX2 (`guard::Config::max_isa`), where the CPU has AVX2.
+    // capped at AVX2 (`guard::GuardConfig::max_isa`), where the CPU has AVX2.
     if name == "one_4mib_event_16k_chunks" && Isa::Avx2.is_available() {
         let run: Run = |c| {
-            let mut guard = ssegate::guard::Config::default();
+            let mut guard = ssegate::guard::GuardConfig::default();
             guard.max_isa(Isa::Avx2);
-            let stream = ssegate::resume::Config::default().guard(guard).build();
+            let stream = ssegate::resume::StreamConfig::default()
+                .guard(guard)
+                .build();
             assert_eq!(stream.gate_isa(), Isa::Avx2);
             guarded_with(stream, c, false)
         };
@@ -132,7 +134,7 @@ fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usiz
 
 /// Decodes with `copy_below`, then reads the event's data once, segment by segment.
 fn decode_and_read(copy_below: usize, chunks: Vec<Bytes>) -> u64 {
-    let mut d = Config::default().copy_below(copy_below).build();
+    let mut d = DecoderConfig::default().copy_below(copy_below).build();
     let mut h = 0;
     for c in chunks {
         d.feed(c);

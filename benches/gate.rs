@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use ssegate::gate::{Config, Isa};
+use ssegate::gate::{GateConfig, Isa};
 use ssegate::message::{Message, Parser};
 use ssegate::sse::{Data, Decoder};
 
@@ -76,7 +76,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
 
     for isa in Isa::available().rev() {
         for exact in [false, true] {
-            let mut gate = Config::new().exact(exact).build_with_isa(isa).unwrap();
+            let mut gate = GateConfig::new().exact(exact).build_with_isa(isa).unwrap();
             let id = format!(
                 "gate_{}/{}",
                 if exact { "exact" } else { "fast" },
@@ -119,7 +119,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     // (outside the timing), so dropping a chunk really frees it.
     let frame = sse_frame(&json);
     let chunks = || -> Vec<Bytes> { frame.chunks(CHUNK).map(Bytes::copy_from_slice).collect() };
-    let mut gate = Config::new().build();
+    let mut gate = GateConfig::new().build();
     g.bench_function("decode_gate_parse", |b| {
         b.iter_batched(
             chunks,

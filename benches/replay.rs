@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group};
-use ssegate::replay::{Config, ReplayBuffer};
+use ssegate::replay::{BufferConfig, ReplayBuffer};
 
 const BIG: usize = 4 << 20;
 const SMALL: u64 = 100_000;
@@ -26,8 +26,8 @@ fn memory(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(BIG as u64));
     group.sample_size(10);
     group.bench_function("memory", |b| {
-        let mut config = Config::default();
-        config.max_bytes(8 << 20).max_event_bytes(8 << 20);
+        let mut config = BufferConfig::default();
+        config.max_session_bytes(8 << 20).max_event_bytes(8 << 20);
         let mut buf = ReplayBuffer::new(config);
         b.iter(|| {
             let s = buf.open_stream();
@@ -48,8 +48,10 @@ fn memory(c: &mut Criterion) {
     group.throughput(Throughput::Elements(SMALL));
     group.sample_size(10);
     group.bench_function("memory", |b| {
-        let mut config = Config::default();
-        config.max_bytes(64 << 20).max_events(SMALL as usize);
+        let mut config = BufferConfig::default();
+        config
+            .max_session_bytes(64 << 20)
+            .max_session_events(SMALL as usize);
         let mut buf = ReplayBuffer::new(config);
         b.iter(|| {
             let s = buf.open_stream();
@@ -140,9 +142,9 @@ mod redis_bench {
     fn store(rt: &Runtime, url: &str) -> RedisStore {
         let mut config = RedisConfig::default();
         config
-            .max_bytes(64 << 20)
+            .max_stream_bytes(64 << 20)
             .max_event_bytes(8 << 20)
-            .max_events(200_000)
+            .max_stream_events(200_000)
             .response_timeout(Duration::from_secs(30));
         rt.block_on(RedisStore::connect(url, config)).unwrap()
     }

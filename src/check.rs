@@ -218,7 +218,7 @@ pub struct Summary {
 /// step. Time is synthetic: each scheduled delay passes at once.
 pub fn check(
     connections: &[Connection],
-    config: &resume::Config,
+    config: &resume::StreamConfig,
     expect: &[RpcId],
     on_step: impl FnMut(Step<'_>),
 ) -> Summary {
@@ -233,7 +233,7 @@ pub fn check(
 /// responses, settings and state are used as they are; `config`'s guard settings are not).
 pub fn check_guard(
     connections: &[Connection],
-    config: &resume::Config,
+    config: &resume::StreamConfig,
     guard: &mut Guard,
     on_step: impl FnMut(Step<'_>),
 ) -> Summary {

@@ -55,29 +55,29 @@ pub enum Policy {
 
 /// Guard settings: what counts as evidence, and the gate messages are judged with. Timing (the
 /// replay timeout, the default reconnect delay, clamps) is the stream's
-/// ([`resume::Config`](crate::resume::Config)), and the session registry is given where a guard
-/// is built ([`Config::build_in`]). `Config::default().build()` is [`Guard::new`].
+/// ([`resume::StreamConfig`](crate::resume::StreamConfig)), and the session registry is given where a guard
+/// is built ([`GuardConfig::build_in`]). `GuardConfig::default().build()` is [`Guard::new`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct Config {
+pub struct GuardConfig {
     policy: Policy,
     window: usize,
     contiguous_ids: bool,
-    gate: gate::Config,
+    gate: gate::GateConfig,
 }
 
-impl Default for Config {
+impl Default for GuardConfig {
     fn default() -> Self {
-        Config {
+        GuardConfig {
             policy: Policy::Verified,
             window: 4096,
             contiguous_ids: false,
-            gate: gate::Config::default(),
+            gate: gate::GateConfig::default(),
         }
     }
 }
 
-impl Config {
+impl GuardConfig {
     /// The partial-event policy (default [`Policy::Verified`]).
     pub fn policy(&mut self, policy: Policy) -> &mut Self {
         self.policy = policy;
@@ -112,7 +112,7 @@ impl Config {
     }
 
     /// The most capable instruction set the guard's gate may run on (default: the best this CPU
-    /// has; see [`gate::Config::max_isa`]). Decisions are the same on every instruction set.
+    /// has; see [`gate::GateConfig::max_isa`]). Decisions are the same on every instruction set.
     pub fn max_isa(&mut self, isa: Isa) -> &mut Self {
         self.gate.max_isa(isa);
         self
@@ -124,7 +124,7 @@ impl Config {
         self.gate.build()
     }
 
-    /// A guard with these settings and a private registry (of [`Config::window`] answered ids).
+    /// A guard with these settings and a private registry (of [`GuardConfig::window`] answered ids).
     pub fn build(&self) -> Guard {
         self.build_with(Registry::with_window(self.window), false)
     }
@@ -229,7 +229,7 @@ pub struct Resume {
     /// How long to wait first. From [`Guard::on_disconnect`]: the server's last `retry:` or
     /// `Retry-After`, zero when it gave none. From the stream
     /// ([`Output::Disconnected`](crate::resume::Output::Disconnected)): the delay it will wait,
-    /// its default applied, raised to its floor and clamped ([`resume::Config`](crate::resume::Config)).
+    /// its default applied, raised to its floor and clamped ([`resume::StreamConfig`](crate::resume::StreamConfig)).
     pub delay: Duration,
     /// The partial event that was discarded (never completed by a later connection).
     pub discarded: Option<PartialEvent>,
@@ -387,7 +387,7 @@ pub enum Torn {
     /// The replay does not start where the cut stream stopped.
     Gap {
         /// The id the first replayed event had to carry: the interrupted event's, or `cursor + 1`
-        /// with [`Config::contiguous_ids`]. (Boxed, not `Bytes`, to keep the error small.)
+        /// with [`GuardConfig::contiguous_ids`]. (Boxed, not `Bytes`, to keep the error small.)
         expected: Box<[u8]>,
         /// The id it carried (`None`: no id).
         got: Option<Bytes>,
@@ -627,7 +627,7 @@ struct Connection {
 /// The resumption guard. See the [module docs](self).
 #[derive(Debug)]
 pub struct Guard {
-    config: Config,
+    config: GuardConfig,
     gate: Gate,
     phase: Phase,
     cursor: Option<Bytes>,
@@ -642,7 +642,7 @@ pub struct Guard {
     recent: Window,
     shape: Shape,
     registry: Registry,
-    /// The registry is the session's (built with [`Config::build_in`]), not this guard's own.
+    /// The registry is the session's (built with [`GuardConfig::build_in`]), not this guard's own.
     shared: bool,
     /// The requests whose responses this stream is expected to deliver.
     mine: SmallVec<[RpcId; 2]>,
@@ -692,14 +692,14 @@ pub(crate) fn gate_and_hash(gate: &mut Gate, data: &Data) -> (Verdict, u64) {
 }
 
 impl Guard {
-    /// A guard with the default [`Config`].
+    /// A guard with the default [`GuardConfig`].
     pub fn new() -> Guard {
-        Config::default().build()
+        GuardConfig::default().build()
     }
 
     /// Settings to build a guard from.
-    pub fn config() -> Config {
-        Config::default()
+    pub fn config() -> GuardConfig {
+        GuardConfig::default()
     }
 
     /// Registers a request whose response this stream must deliver (and, in the session's
@@ -731,7 +731,7 @@ impl Guard {
 
     /// The reconnect delay the server asked for last (`retry:`, or a reconnect's `Retry-After`);
     /// `None` until it asks. The stream applies its default and bounds
-    /// ([`resume::Config`](crate::resume::Config)).
+    /// ([`resume::StreamConfig`](crate::resume::StreamConfig)).
     pub fn server_retry(&self) -> Option<Duration> {
         self.retry
     }
@@ -750,13 +750,13 @@ impl Guard {
         }
     }
 
-    /// The instruction set the guard's gate runs on ([`Config::max_isa`] caps it).
+    /// The instruction set the guard's gate runs on ([`GuardConfig::max_isa`] caps it).
     pub fn gate_isa(&self) -> Isa {
         self.gate.isa()
     }
 
     /// The guard's settings.
-    pub(crate) fn settings(&self) -> &Config {
+    pub(crate) fn settings(&self) -> &GuardConfig {
         &self.config
     }
 
@@ -902,7 +902,7 @@ impl Guard {
         }))
     }
 
-    /// With [`Config::contiguous_ids`], a new id after a resume must be `cursor + 1`.
+    /// With [`GuardConfig::contiguous_ids`], a new id after a resume must be `cursor + 1`.
     fn check_contiguous(&mut self, id: &Bytes) -> Result<(), TornBoundary> {
         if !self.config.contiguous_ids {
             return Ok(());

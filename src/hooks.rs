@@ -9,5 +9,5 @@ pub fn sse_join_ptr() -> *const u8 {
     crate::sse::JOIN.as_ptr()
 }
 
-/// The SSE decoder's default [`Config::copy_below`](crate::sse::Config::copy_below).
+/// The SSE decoder's default [`DecoderConfig::copy_below`](crate::sse::DecoderConfig::copy_below).
 pub const SSE_COPY_BELOW: usize = crate::sse::COPY_BELOW;

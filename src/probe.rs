@@ -432,7 +432,7 @@ pub struct ProbeConfig {
     timeout: Duration,
     max_bytes: u64,
     max_events: u64,
-    decoder: sse::Config,
+    decoder: sse::DecoderConfig,
 }
 
 impl Default for ProbeConfig {
@@ -448,7 +448,7 @@ impl Default for ProbeConfig {
             timeout: Duration::from_secs(120),
             max_bytes: 256 << 20,
             max_events: 100_000,
-            decoder: sse::Config::default(),
+            decoder: sse::DecoderConfig::default(),
         }
     }
 }
@@ -495,9 +495,9 @@ impl ProbeConfig {
         self
     }
 
-    /// The decoder's limits (default [`sse::Config::default`]: 64 MiB per event and per line). An
+    /// The decoder's limits (default [`sse::DecoderConfig::default`]: 64 MiB per event and per line). An
     /// event over them is dropped by the decoder, never held whole, and reported.
-    pub fn decoder(&mut self, config: sse::Config) -> &mut Self {
+    pub fn decoder(&mut self, config: sse::DecoderConfig) -> &mut Self {
         self.decoder = config;
         self
     }
@@ -675,7 +675,7 @@ struct Watch {
 }
 
 impl Watch {
-    fn new(request: RpcId, decoder: &sse::Config) -> Watch {
+    fn new(request: RpcId, decoder: &sse::DecoderConfig) -> Watch {
         let mut guard = Guard::new();
         guard.expect_response(request.clone());
         Watch {
@@ -1003,7 +1003,7 @@ pub fn classify(
     after: &[u8],
     request: RpcId,
 ) -> Round {
-    let mut watch = Watch::new(request, &sse::Config::default());
+    let mut watch = Watch::new(request, &sse::DecoderConfig::default());
     watch.feed(Bytes::copy_from_slice(before), u64::MAX);
     let _ = watch.cut();
     if watch.reconnect(response) {
@@ -1407,7 +1407,7 @@ mod tests {
     fn guard_accepts(connections: &[Connection]) -> bool {
         let summary = check::check(
             connections,
-            &crate::resume::Config::default(),
+            &crate::resume::StreamConfig::default(),
             &[RpcId::Number(7)],
             |_| {},
         );
@@ -1432,7 +1432,7 @@ mod tests {
                 RpcId::Number(7),
             );
         }
-        let mut watch = Watch::new(RpcId::Number(7), &sse::Config::default());
+        let mut watch = Watch::new(RpcId::Number(7), &sse::DecoderConfig::default());
         for piece in before.body.chunks(step) {
             watch.feed(Bytes::copy_from_slice(piece), u64::MAX);
         }
@@ -1608,7 +1608,7 @@ mod tests {
             max_bytes: 1 << 20,
             max_events: 1000,
         };
-        let mut decoder = sse::Config::default();
+        let mut decoder = sse::DecoderConfig::default();
         decoder.max_line(64 << 10).max_event(64 << 10);
         let mut watch = Watch::new(RpcId::Number(7), &decoder);
         let mut body = pin!(
@@ -1632,7 +1632,7 @@ mod tests {
         );
         assert_eq!(watch.conn.bytes, 1 << 20);
 
-        let mut watch = Watch::new(RpcId::Number(7), &sse::Config::default());
+        let mut watch = Watch::new(RpcId::Number(7), &sse::DecoderConfig::default());
         let stop = pump(
             &mut lines(b"data: {}\n\n"),
             &mut watch,
@@ -1645,7 +1645,7 @@ mod tests {
         assert!(matches!(stop, Stop::Limit(Limit::Events(1000))), "{stop:?}");
         assert_eq!(watch.conn.events, 1000);
 
-        let mut watch = Watch::new(RpcId::Number(7), &sse::Config::default());
+        let mut watch = Watch::new(RpcId::Number(7), &sse::DecoderConfig::default());
         watch.feed(Bytes::from_static(b"id: 1\ndata: {}\n\n"), u64::MAX);
         assert_eq!(watch.cut().as_deref(), Some(&b"1"[..]));
         assert!(watch.reconnect(&ReconnectResponse::event_stream()));

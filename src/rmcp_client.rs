@@ -32,7 +32,7 @@
 //!   stream) is an [`SseError::Body`] holding an [`Error::Refused`] (downcast it), after which
 //!   rmcp's reconnect gets `ServerDoesNotSupportSse`, which stops its loop.
 //! - rmcp's limits map onto the decoder's: `max_sse_event_size` is the decoder's
-//!   [`max_event`](crate::sse::Config::max_event); `max_json_response_size` bounds a JSON answer
+//!   [`max_event`](crate::sse::DecoderConfig::max_event); `max_json_response_size` bounds a JSON answer
 //!   (together with [`ClientConfig::max_json_body`]); `max_error_response_size` bounds the error
 //!   text kept from a failed answer.
 //! - rmcp's `Sse` carries `String` data: each delivered message is copied once into it (the
@@ -126,25 +126,25 @@ impl std::error::Error for Error {
 /// Settings of a [`GuardedHttpClient`]. Setters take `&mut self` and chain.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct Config {
+pub struct TransportConfig {
     client: ClientConfig,
-    decoder: sse::Config,
+    decoder: sse::DecoderConfig,
     max_tracked: usize,
 }
 
-impl Default for Config {
+impl Default for TransportConfig {
     /// The field client's defaults ([`ClientConfig::default`]), the decoder's defaults (its
     /// `max_event` replaced by rmcp's `max_sse_event_size` on each call), and 256 tracked entries.
     fn default() -> Self {
-        Config {
+        TransportConfig {
             client: ClientConfig::default(),
-            decoder: sse::Config::default(),
+            decoder: sse::DecoderConfig::default(),
             max_tracked: 256,
         }
     }
 }
 
-impl Config {
+impl TransportConfig {
     /// The HTTP stack and the guard: headers, TLS roots, proxy, connect timeout, connection
     /// reuse, JSON body limit, and the resumable stream's settings ([`ClientConfig::stream`]).
     pub fn client(&mut self, config: ClientConfig) -> &mut Self {
@@ -153,7 +153,7 @@ impl Config {
     }
 
     /// The decoder's limits; `max_event` is set from rmcp's `max_sse_event_size` on every call.
-    pub fn decoder(&mut self, config: sse::Config) -> &mut Self {
+    pub fn decoder(&mut self, config: sse::DecoderConfig) -> &mut Self {
         self.decoder = config;
         self
     }
@@ -232,8 +232,8 @@ struct Tracked {
 struct Inner {
     http: reqwest::Client,
     headers: HeaderMap,
-    stream: resume::Config,
-    decoder: sse::Config,
+    stream: resume::StreamConfig,
+    decoder: sse::DecoderConfig,
     max_json_body: usize,
     max_tracked: usize,
     tracked: Mutex<Tracked>,
@@ -246,7 +246,7 @@ impl Inner {
         self.tracked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn stream_config(&self, max_sse_event_size: usize) -> resume::Config {
+    fn stream_config(&self, max_sse_event_size: usize) -> resume::StreamConfig {
         let mut decoder = self.decoder.clone();
         decoder.max_event(max_sse_event_size);
         let mut config = self.stream.clone();
@@ -294,10 +294,10 @@ pub struct GuardedHttpClient {
 }
 
 impl Default for GuardedHttpClient {
-    /// [`Config::default`]: the platform's TLS roots, so it reaches any server the field client
+    /// [`TransportConfig::default`]: the platform's TLS roots, so it reaches any server the field client
     /// reaches. If the TLS stack cannot be set up (no usable roots), reqwest's defaults are used.
     fn default() -> Self {
-        let config = Config::default();
+        let config = TransportConfig::default();
         match build_http(&config.client) {
             Ok(http) => GuardedHttpClient::with_http(http, &config),
             Err(e) => {
@@ -310,16 +310,16 @@ impl Default for GuardedHttpClient {
 
 impl GuardedHttpClient {
     /// Settings to build a client from.
-    pub fn config() -> Config {
-        Config::default()
+    pub fn config() -> TransportConfig {
+        TransportConfig::default()
     }
 
-    /// A client with the field client's settings (and the other [`Config`] defaults).
+    /// A client with the field client's settings (and the other [`TransportConfig`] defaults).
     pub fn new(config: ClientConfig) -> Result<GuardedHttpClient, ClientError> {
-        Config::default().client(config).build()
+        TransportConfig::default().client(config).build()
     }
 
-    fn with_http(http: reqwest::Client, config: &Config) -> GuardedHttpClient {
+    fn with_http(http: reqwest::Client, config: &TransportConfig) -> GuardedHttpClient {
         GuardedHttpClient {
             inner: Arc::new(Inner {
                 http,
@@ -340,7 +340,7 @@ impl GuardedHttpClient {
 
     /// The typed refusal behind an rmcp error with code [`REFUSED`] (what rmcp's `call_tool` and
     /// friends return as `ServiceError::McpError`), taken out of the client: `None` for any other
-    /// error, or when it was already taken or pushed out by newer ones ([`Config::max_tracked`]).
+    /// error, or when it was already taken or pushed out by newer ones ([`TransportConfig::max_tracked`]).
     pub fn failure_of(&self, error: &ErrorData) -> Option<Failure> {
         if error.code.0 != REFUSED {
             return None;
@@ -1002,7 +1002,7 @@ impl StreamableHttpClient for GuardedHttpClient {
                 self.get_guarded(target, *stream, last_event_id, true).await
             }
             // The stream was refused (and the refusal reported), or its state is gone (pushed
-            // out, see `Config::max_tracked`): nothing can verify a resume, so stop rmcp's
+            // out, see `TransportConfig::max_tracked`): nothing can verify a resume, so stop rmcp's
             // reconnect loop (this is one of the errors it does not retry).
             Some(Parked::Refused) => Err(StreamableHttpError::ServerDoesNotSupportSse),
             None if last_event_id.is_some() => {
@@ -1044,7 +1044,7 @@ mod tests {
 
     #[test]
     fn max_tracked_bounds_kept_failures() {
-        let mut config = Config::default();
+        let mut config = TransportConfig::default();
         config.max_tracked(2);
         let http = build_http(&ClientConfig::default()).expect("default HTTP client");
         let client = GuardedHttpClient::with_http(http, &config);
@@ -1076,7 +1076,7 @@ mod tests {
     #[tokio::test]
     async fn refusal_without_outstanding_is_a_downcastable_error_that_stops_reconnects() {
         let http = build_http(&ClientConfig::default()).expect("default HTTP client");
-        let client = GuardedHttpClient::with_http(http, &Config::default());
+        let client = GuardedHttpClient::with_http(http, &TransportConfig::default());
         let failure = Failure::NoProgress {
             resumes: 4,
             outstanding: Vec::new(),

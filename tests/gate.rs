@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use ssegate::gate::{Config, Gate, InvalidReason, Isa, Verdict, verdict_of};
+use ssegate::gate::{Gate, GateConfig, InvalidReason, Isa, Verdict, verdict_of};
 use ssegate::sse::Data;
 
 /// The instruction sets the differential tests run: the available ones, `Portable` first.
@@ -85,7 +85,7 @@ fn gates(max_depth: usize) -> Vec<(String, Gate)> {
     let mut out = Vec::new();
     for isa in isas() {
         for exact in [true, false] {
-            let gate = Config::new()
+            let gate = GateConfig::new()
                 .max_depth(max_depth)
                 .exact(exact)
                 .build_with_isa(isa)
@@ -350,7 +350,7 @@ fn hand_picked_verdicts() {
             assert_eq!(v, want);
         }
     }
-    let mut fast = Config::new().exact(false).build();
+    let mut fast = GateConfig::new().exact(false).build();
     fast.feed(b"{\"a\" 1}");
     assert_eq!(fast.verdict(), Complete, "fast feed says balanced");
     // `check` re-derives only verdicts other than Complete: balanced stays Complete in fast mode.
@@ -466,7 +466,7 @@ fn depth_limit() {
             "{name}"
         );
     }
-    let mut g = Config::new().max_depth(0).build();
+    let mut g = GateConfig::new().max_depth(0).build();
     g.feed(b"[]");
     assert_eq!(g.verdict(), Verdict::Invalid);
     g.reset();
@@ -665,7 +665,7 @@ proptest! {
             text.remove(at);
         }
         text.splice(at..at, edit.iter().copied());
-        let mut reference = Config::new().build_with_isa(Isa::Portable).unwrap();
+        let mut reference = GateConfig::new().build_with_isa(Isa::Portable).unwrap();
         let whole = feed_pieces(&mut reference, &[&text]);
         let whole_reason = reference.invalid_reason().cloned();
         if unedited {
@@ -681,7 +681,7 @@ proptest! {
             from += step;
         }
         for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
-            let mut g = Config::new().build_with_isa(isa).unwrap();
+            let mut g = GateConfig::new().build_with_isa(isa).unwrap();
             prop_assert_eq!(feed_pieces(&mut g, &[&text]), whole, "{:?} whole", isa);
             prop_assert_eq!(g.invalid_reason(), whole_reason.as_ref(), "{:?} whole", isa);
             reference.reset();
@@ -722,10 +722,10 @@ proptest! {
             at += step;
         }
         for exact in [true, false] {
-            let mut reference = Config::new().max_depth(16).exact(exact).build_with_isa(Isa::Portable).unwrap();
+            let mut reference = GateConfig::new().max_depth(16).exact(exact).build_with_isa(Isa::Portable).unwrap();
             // Each SIMD kernel against the portable code (not the portable code against itself).
             for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
-                let mut g = Config::new().max_depth(16).exact(exact).build_with_isa(isa).unwrap();
+                let mut g = GateConfig::new().max_depth(16).exact(exact).build_with_isa(isa).unwrap();
                 reference.reset();
                 // After every piece, the same verdict and reason.
                 for c in &cuts {
@@ -890,7 +890,7 @@ proptest! {
         // A tight depth limit now and then, so that blocks go over it.
         let max_depth = if r.below(4) == 0 { 2 + r.below(6) } else { 128 };
         let depth_ok = max_depth == 128 && text.iter().filter(|&&b| b == b'[' || b == b'{').count() < 120;
-        let mut reference = Config::new().exact(true).max_depth(max_depth).build_with_isa(Isa::Portable).unwrap();
+        let mut reference = GateConfig::new().exact(true).max_depth(max_depth).build_with_isa(Isa::Portable).unwrap();
         let whole = feed_pieces(&mut reference, &[&text]);
         let whole_reason = reference.invalid_reason().cloned();
         if depth_ok {
@@ -907,7 +907,7 @@ proptest! {
             from += step;
         }
         for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
-            let mut g = Config::new().exact(true).max_depth(max_depth).build_with_isa(isa).unwrap();
+            let mut g = GateConfig::new().exact(true).max_depth(max_depth).build_with_isa(isa).unwrap();
             prop_assert_eq!(feed_pieces(&mut g, &[&text]), whole, "{:?} whole", isa);
             prop_assert_eq!(g.invalid_reason(), whole_reason.as_ref(), "{:?} whole", isa);
             reference.reset();

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use ssegate::gate::{Gate, Verdict};
-use ssegate::guard::{Config, Decision, Guard, Registry};
+use ssegate::guard::{Decision, Guard, GuardConfig, Registry};
 use ssegate::message::RpcId;
 use ssegate::sse::{Decoder, Event};
 use ssegate_oracles::alloc::{Counting, Span};
@@ -55,7 +55,7 @@ fn run(guard: &mut Guard, events: Vec<(Event, Verdict)>) -> u64 {
 
 #[test]
 fn the_steady_state_guard_path_allocates_nothing_per_event() {
-    let mut guard = Config::default().window(1024).build();
+    let mut guard = GuardConfig::default().window(1024).build();
     guard.expect_response(RpcId::Number(-1));
     // Warm-up: the windows fill up to their bound.
     let warm = run(&mut guard, small_events(0, 10_000));
@@ -80,7 +80,7 @@ fn a_thousand_responses_with_1_mib_ids_stay_bounded() {
     // Small windows, so that they are full after the first 40 responses: from then on, nothing
     // may grow at all.
     let session = Registry::with_window(16);
-    let mut guard = Config::default().window(16).build_in(&session);
+    let mut guard = GuardConfig::default().window(16).build_in(&session);
     let mut decoder = Decoder::new();
     let mut growth = Vec::with_capacity(RESPONSES);
     // One frame template; each response gets its own chunk (as a transport hands them over) with

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use ssegate::check::{Connection, Step, check_guard};
 use ssegate::guard::{
-    Config, ConnectionEnd, Decision, Guard, Policy, ReconnectResponse, Registry, Restart, Skip,
-    Torn, TornBoundary,
+    ConnectionEnd, Decision, Guard, GuardConfig, Policy, ReconnectResponse, Registry, Restart,
+    Skip, Torn, TornBoundary,
 };
 use ssegate::message::RpcId;
 use ssegate::resume::{self, Answer, Output};
@@ -53,8 +53,8 @@ fn split(capture: &str) -> Vec<Connection> {
 
 /// Drives `capture` through the shipped wiring (`check_guard`: a `ResumableStream` around
 /// `guard`, decoder limits from `decoder`), one word list per step, until the stream stops.
-fn drive_with(capture: &str, guard: &mut Guard, decoder: &sse::Config) -> Vec<String> {
-    let mut config = resume::Config::default();
+fn drive_with(capture: &str, guard: &mut Guard, decoder: &sse::DecoderConfig) -> Vec<String> {
+    let mut config = resume::StreamConfig::default();
     config.decoder(decoder.clone());
     let mut out = Vec::new();
     check_guard(&split(capture), &config, guard, |step| {
@@ -85,13 +85,13 @@ fn drive_with(capture: &str, guard: &mut Guard, decoder: &sse::Config) -> Vec<St
 }
 
 fn drive(capture: &str, guard: &mut Guard) -> Vec<String> {
-    drive_with(capture, guard, &sse::Config::default())
+    drive_with(capture, guard, &sse::DecoderConfig::default())
 }
 
 /// Runs `capture` through a fresh guard (`policy`, request id 1 outstanding unless `outstanding`
 /// is false).
 fn run_with(capture: &str, policy: Policy, outstanding: bool) -> Vec<String> {
-    let mut guard = Config::default().policy(policy).build();
+    let mut guard = GuardConfig::default().policy(policy).build();
     if outstanding {
         guard.expect_response(RpcId::Number(1));
     }
@@ -103,7 +103,7 @@ fn run(capture: &str, policy: Policy) -> Vec<String> {
 }
 
 fn run_contiguous(capture: &str) -> Vec<String> {
-    let mut guard = Config::default().contiguous_ids(true).build();
+    let mut guard = GuardConfig::default().contiguous_ids(true).build();
     guard.expect_response(RpcId::Number(1));
     drive(capture, &mut guard)
 }
@@ -582,7 +582,7 @@ fn after_resume_a_numbered_stream_going_back_or_changing_stream_is_a_restart() {
     let start = ev("s3-0", "") + &ev("s3-1", &p(1)) + &ev("s3-2", &p(2));
     // Backwards beyond the replay window (window of 1: only the cursor is remembered).
     let capture = start.clone() + MARK + &ev("s3-1", &p(7));
-    let mut guard = Config::default().window(1).build();
+    let mut guard = GuardConfig::default().window(1).build();
     guard.expect_response(RpcId::Number(1));
     assert_eq!(
         drive(&capture, &mut guard).last().map(String::as_str),
@@ -771,8 +771,8 @@ fn no_ids_at_all_a_cut_with_a_request_outstanding_is_unresumable() {
 #[test]
 fn a_response_on_another_stream_of_the_session_ends_the_cut_streams_need_to_resume() {
     let session = Registry::new();
-    let mut post = Config::default().build_in(&session);
-    let mut get = Config::default().build_in(&session);
+    let mut post = GuardConfig::default().build_in(&session);
+    let mut get = GuardConfig::default().build_in(&session);
     post.expect_response(RpcId::Number(1));
     assert_eq!(session.outstanding(), [RpcId::Number(1)]);
 
@@ -824,7 +824,7 @@ fn a_response_on_another_stream_of_the_session_ends_the_cut_streams_need_to_resu
 #[test]
 fn a_forgotten_request_needs_no_resume() {
     let session = Registry::new();
-    let mut guard = Config::default().build_in(&session);
+    let mut guard = GuardConfig::default().build_in(&session);
     guard.expect_response(RpcId::String("call-7".into()));
     drive(&ev("1", PROGRESS), &mut Guard::new());
     let mut dec = Decoder::new();
@@ -837,7 +837,7 @@ fn a_forgotten_request_needs_no_resume() {
         .unwrap();
     assert!(!resume.needed);
     // Without it, the same cut needs a resume.
-    let mut guard = Config::default().build_in(&Registry::new());
+    let mut guard = GuardConfig::default().build_in(&Registry::new());
     guard.expect_response(RpcId::String("call-7".into()));
     let mut dec = Decoder::new();
     dec.feed(Bytes::from(ev("1", PROGRESS)));
@@ -853,7 +853,7 @@ fn a_forgotten_request_needs_no_resume() {
 #[test]
 fn the_registry_answer_window_is_bounded_and_configurable() {
     let session = Registry::with_window(2);
-    let mut guard = Config::default().build_in(&session);
+    let mut guard = GuardConfig::default().build_in(&session);
     let response = |n: i64| format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{}}}}"#);
     let mut capture = String::new();
     for n in 1..=3 {
@@ -877,7 +877,7 @@ fn a_decode_limit_is_typed_reported_and_not_stuck() {
         ev("1", PROGRESS) + &ev("2", &big) + &ev("3", &progress(3)) + MARK + &ev("4", RESULT);
     let mut guard = Guard::new();
     guard.expect_response(RpcId::Number(1));
-    let mut limits = sse::Config::default();
+    let mut limits = sse::DecoderConfig::default();
     limits.max_event(256);
     let got = drive_with(&capture, &mut guard, &limits);
     assert_eq!(
@@ -1111,7 +1111,7 @@ fn a_replayed_event_before_the_disconnect_does_not_move_the_cursor_back() {
 fn refusals_say_what_to_do_and_carry_the_numbers() {
     let torn = &ev("9", RESULT)[..44];
     let capture = ev("8", PROGRESS) + torn;
-    let mut guard = Config::default().policy(Policy::Strict).build();
+    let mut guard = GuardConfig::default().policy(Policy::Strict).build();
     guard.expect_response(RpcId::Number(1));
     drive(&capture, &mut guard);
     let err = guard.failure().expect("strict refuses").clone();
@@ -1173,7 +1173,7 @@ fn the_replay_window_is_bounded_and_configurable() {
     ] {
         let n = replayed.parse().unwrap();
         let capture = stream.clone() + MARK + &ev(replayed, &progress(n));
-        let mut guard = Config::default().window(2).build();
+        let mut guard = GuardConfig::default().window(2).build();
         guard.expect_response(RpcId::Number(1));
         let got = drive(&capture, &mut guard);
         assert_eq!(got[5], want, "{got:?}");
@@ -1213,7 +1213,7 @@ fn the_nesting_limit_is_configurable_and_a_deeper_message_is_refused() {
     // (configured limit, the limit in force)
     for (limit, in_force) in [(None, 1024), (Some(8), 8), (Some(3000), 3000)] {
         let build = || {
-            let mut config = Config::default();
+            let mut config = GuardConfig::default();
             if let Some(limit) = limit {
                 config.max_depth(limit);
             }
@@ -1238,11 +1238,11 @@ fn the_nesting_limit_is_configurable_and_a_deeper_message_is_refused() {
 fn the_instruction_set_cap_reaches_the_guards_gate_and_the_streams() {
     use ssegate::gate::Isa;
     for &cap in Isa::all() {
-        let mut config = Config::default();
+        let mut config = GuardConfig::default();
         config.max_isa(cap);
         let guard = config.build();
         assert!(guard.gate_isa() <= cap, "{cap:?}: {:?}", guard.gate_isa());
-        let stream = resume::Config::default().build_with_guard(config.build());
+        let stream = resume::StreamConfig::default().build_with_guard(config.build());
         assert_eq!(stream.gate_isa(), guard.gate_isa(), "{cap:?}");
         // Decisions do not depend on it.
         let mut guard = config.build();

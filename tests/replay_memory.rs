@@ -2,7 +2,7 @@
 //! hostile use holds at most the byte budget plus a constant per budgeted event, remembered
 //! too-large event and stream; a resume from an old id allocates nothing per event appended since.
 
-use ssegate::replay::{Config, MissReason, ReplayBuffer};
+use ssegate::replay::{BufferConfig, MissReason, ReplayBuffer};
 use ssegate_oracles::alloc::{Counting, Span};
 
 #[global_allocator]
@@ -22,10 +22,10 @@ const PER_ITEM: usize = 1024;
 fn memory_is_bounded_by_the_limits() {
     // 1. Hostile use: streams opened and never closed, each with a small and an oversized event;
     //    resumes from every id. The old buffer kept every open stream and every too-large id.
-    let mut config = Config::default();
+    let mut config = BufferConfig::default();
     config
-        .max_bytes(64 << 10)
-        .max_events(64)
+        .max_session_bytes(64 << 10)
+        .max_session_events(64)
         .max_event_bytes(16 << 10)
         .max_streams(8)
         .max_too_large(16);
@@ -41,8 +41,8 @@ fn memory_is_bounded_by_the_limits() {
         let _ = buf.replay_after(&format!("{}-0", n / 2 + 1));
     }
     let held = held_since(&base);
-    let bound = config.max_bytes
-        + PER_ITEM * (config.max_events + config.max_too_large + config.max_streams);
+    let bound = config.max_session_bytes
+        + PER_ITEM * (config.max_session_events + config.max_too_large + config.max_streams);
     assert!(
         held <= bound,
         "hostile use holds {held} bytes, bound {bound}"
@@ -64,8 +64,8 @@ fn memory_is_bounded_by_the_limits() {
     drop(buf);
 
     // 2. A resume from an id evicted long ago on a long stream: no allocation per event.
-    let mut config = Config::default();
-    config.max_events(64);
+    let mut config = BufferConfig::default();
+    config.max_session_events(64);
     let mut buf = ReplayBuffer::new(config);
     let s = buf.open_stream();
     for _ in 0..200_000 {

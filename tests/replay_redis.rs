@@ -138,7 +138,10 @@ async fn trimming_is_an_explicit_miss_and_too_large_evicts_nothing() {
         return;
     };
     let mut config = RedisConfig::default();
-    config.max_events(5).max_bytes(400).max_event_bytes(200);
+    config
+        .max_stream_events(5)
+        .max_stream_bytes(400)
+        .max_event_bytes(200);
     let mut s = store(&server, &config).await;
     let stream = s.open_stream().await.unwrap();
     let mut sent = Vec::new();

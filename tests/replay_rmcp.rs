@@ -35,7 +35,7 @@ async fn an_rmcp_stream_resumes_from_another_instance() {
     };
     let mut config = RedisConfig::default();
     config
-        .max_events(3)
+        .max_stream_events(3)
         .response_timeout(Duration::from_millis(500))
         .connection_timeout(Duration::from_millis(200));
     let a = RedisStore::connect(&server.url(), config.clone())

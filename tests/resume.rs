@@ -9,7 +9,7 @@ use bytes::Bytes;
 use ssegate::guard::Torn;
 use ssegate::message::RpcId;
 use ssegate::resume::{
-    Answer, Config, EndCause, Failure, Output, Reconnect, ReconnectResponse, ResumableStream,
+    Answer, EndCause, Failure, Output, Reconnect, ReconnectResponse, ResumableStream, StreamConfig,
     parse_retry_after,
 };
 
@@ -45,7 +45,7 @@ fn failure(outputs: Vec<Output>) -> Option<Failure> {
     })
 }
 
-fn stream_with(config: &mut Config) -> ResumableStream {
+fn stream_with(config: &mut StreamConfig) -> ResumableStream {
     let mut s = config.build();
     s.expect_response(RpcId::Number(1));
     s
@@ -61,7 +61,7 @@ fn cut_after_priming(stream: &mut ResumableStream, now: Instant, id: &'static [u
 
 #[test]
 fn the_reconnect_waits_the_servers_retry_clamped_by_max_delay() {
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config.max_delay(Duration::from_secs(5));
     let mut s = stream_with(&mut config);
     let t0 = Instant::now();
@@ -87,7 +87,7 @@ fn the_reconnect_waits_the_servers_retry_clamped_by_max_delay() {
 
 #[test]
 fn last_event_id_carries_the_ids_exact_bytes() {
-    let mut s = stream_with(&mut Config::default());
+    let mut s = stream_with(&mut StreamConfig::default());
     let t0 = Instant::now();
     // Not UTF-8: no lossy conversion may touch it.
     s.feed(Bytes::from_static(b"id: caf\xe9-\xff\ndata:\n\n"), t0);
@@ -99,7 +99,7 @@ fn last_event_id_carries_the_ids_exact_bytes() {
 
 #[test]
 fn the_replay_deadline_runs_while_no_bytes_arrive_not_while_bytes_arrive() {
-    let mut s = stream_with(Config::default().replay_timeout(Duration::from_secs(2)));
+    let mut s = stream_with(StreamConfig::default().replay_timeout(Duration::from_secs(2)));
     let t0 = Instant::now();
     cut_after_priming(&mut s, t0, b"p");
     let mut now = t0;
@@ -125,7 +125,7 @@ fn the_replay_deadline_runs_while_no_bytes_arrive_not_while_bytes_arrive() {
     assert_eq!(s.guard().stats().delivered, 1);
 
     // The same resume with silence refuses once the timeout has passed since the last byte.
-    let mut s = stream_with(Config::default().replay_timeout(Duration::from_secs(2)));
+    let mut s = stream_with(StreamConfig::default().replay_timeout(Duration::from_secs(2)));
     cut_after_priming(&mut s, t0, b"p");
     let mut now = t0;
     next_reconnect(&mut s, &mut now);
@@ -142,7 +142,7 @@ fn the_replay_deadline_runs_while_no_bytes_arrive_not_while_bytes_arrive() {
 
 #[test]
 fn an_idle_connection_is_a_cut_to_resume() {
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config.idle_timeout(Some(Duration::from_secs(30)));
     let mut s = stream_with(&mut config);
     let t0 = Instant::now();
@@ -165,7 +165,7 @@ fn an_idle_connection_is_a_cut_to_resume() {
 fn no_reconnect_comes_sooner_than_the_jittered_floor_whatever_the_server_asks() {
     // `retry: 0` and an immediate reconnect failure: without a floor, a reconnect storm.
     let floor = Duration::from_millis(200);
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config.min_delay(floor).backoff(Duration::ZERO);
     let mut s = stream_with(&mut config);
     let t0 = Instant::now();
@@ -191,7 +191,7 @@ fn no_reconnect_comes_sooner_than_the_jittered_floor_whatever_the_server_asks() 
     // Jittered: not all the same.
     assert!(waits.windows(2).any(|w| w[0] != w[1]), "{waits:?}");
     // The floor never exceeds the clamp.
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config
         .min_delay(Duration::from_secs(10))
         .max_delay(Duration::from_secs(1));
@@ -206,9 +206,9 @@ fn no_reconnect_comes_sooner_than_the_jittered_floor_whatever_the_server_asks() 
 fn two_streams_back_off_on_different_schedules_unless_seeded() {
     // The jitter is seeded from the OS per stream, also for the streams built from one configuration
     // (a client's): a fleet cut by one server restart does not come back in lockstep.
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config.backoff(Duration::from_millis(100));
-    let schedule = |config: &mut Config| {
+    let schedule = |config: &mut StreamConfig| {
         let mut s = stream_with(config);
         let t0 = Instant::now();
         cut_after_priming(&mut s, t0, b"p");
@@ -233,7 +233,7 @@ fn two_streams_back_off_on_different_schedules_unless_seeded() {
 
 #[test]
 fn failed_reconnects_back_off_with_jitter_then_give_up() {
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config
         .backoff(Duration::from_millis(100))
         .min_delay(Duration::ZERO)
@@ -269,7 +269,7 @@ fn failed_reconnects_back_off_with_jitter_then_give_up() {
 
 #[test]
 fn busy_answers_wait_the_servers_retry_after_and_are_bounded() {
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config
         .max_reconnect_attempts(3)
         .max_delay(Duration::from_secs(30));
@@ -299,7 +299,7 @@ fn busy_answers_wait_the_servers_retry_after_and_are_bounded() {
 
 #[test]
 fn resumes_must_make_progress() {
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config.max_stalled_resumes(3).max_delay(Duration::ZERO);
     let mut s = stream_with(&mut config);
     let t0 = Instant::now();
@@ -327,7 +327,7 @@ fn resumes_must_make_progress() {
 
 #[test]
 fn resumes_are_bounded_over_the_streams_life() {
-    let mut config = Config::default();
+    let mut config = StreamConfig::default();
     config.max_resumes(2).max_delay(Duration::ZERO);
     let mut s = stream_with(&mut config);
     let mut now = Instant::now();
@@ -364,7 +364,7 @@ fn a_stream_with_nothing_outstanding_finishes_unless_kept_open() {
     );
     assert!(s.is_done() && s.poll_timeout().is_none());
 
-    let mut s = Config::default().keep_open(true).build();
+    let mut s = StreamConfig::default().keep_open(true).build();
     s.feed(Bytes::from_static(b"id: g1\ndata:\n\n"), now);
     s.connection_ended(EndCause::Eof, now);
     let mut at = now;
@@ -374,7 +374,7 @@ fn a_stream_with_nothing_outstanding_finishes_unless_kept_open() {
 
 #[test]
 fn bytes_after_the_connection_ended_are_never_decoded() {
-    let mut s = stream_with(&mut Config::default());
+    let mut s = stream_with(&mut StreamConfig::default());
     let now = Instant::now();
     cut_after_priming(&mut s, now, b"p");
     // The driver still had bytes of the dead connection buffered.
@@ -413,7 +413,7 @@ fn retry_after_parses_both_forms() {
 
 #[test]
 fn a_refused_reconnect_fails_the_stream_at_the_next_poll() {
-    let mut s = stream_with(&mut Config::default());
+    let mut s = stream_with(&mut StreamConfig::default());
     let mut now = Instant::now();
     cut_after_priming(&mut s, now, b"p");
     next_reconnect(&mut s, &mut now);
@@ -476,7 +476,7 @@ fn the_replay_timeout_keeps_the_guards_settings() {
     use ssegate::client::ClientConfig;
     use ssegate::guard::Policy;
 
-    let mut g = ssegate::guard::Config::default();
+    let mut g = ssegate::guard::GuardConfig::default();
     g.policy(Policy::Strict).max_depth(8);
     let mut client = ClientConfig::default();
     client.guard(g).replay_timeout(Duration::from_secs(3));

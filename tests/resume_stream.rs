@@ -9,7 +9,7 @@ use futures::StreamExt;
 use ssegate::guard;
 use ssegate::message::RpcId;
 use ssegate::resume::stream::GuardedStream;
-use ssegate::resume::{Config, Failure, Reconnect, ReconnectResponse};
+use ssegate::resume::{Failure, Reconnect, ReconnectResponse, StreamConfig};
 
 type Body = futures::stream::Iter<std::vec::IntoIter<Result<Bytes, std::io::Error>>>;
 
@@ -19,8 +19,8 @@ fn body(chunks: &[&'static [u8]]) -> Body {
     futures::stream::iter(v)
 }
 
-fn config() -> Config {
-    let mut c = Config::default();
+fn config() -> StreamConfig {
+    let mut c = StreamConfig::default();
     c.default_retry(Duration::from_millis(5))
         .min_delay(Duration::from_millis(5));
     c
@@ -110,7 +110,7 @@ async fn an_event_dropped_over_a_limit_while_the_response_is_outstanding_ends_th
     // A hostile server's endless data line: the decoder drops it at its limit and then skips
     // bytes forever, so the response can never arrive. The stream must fail at once, naming the
     // limit, and stop reading.
-    let mut limits = ssegate::sse::Config::default();
+    let mut limits = ssegate::sse::DecoderConfig::default();
     limits.max_line(1 << 20).max_event(1 << 20);
     let mut c = config();
     c.decoder(limits);

@@ -57,7 +57,7 @@ mod codec {
     /// starts the next connection clean.
     #[test]
     fn codec_ends_the_connection_after_an_error_as_framed_read_does() {
-        use ssegate::sse::{Config, DecodeError};
+        use ssegate::sse::{DecodeError, DecoderConfig};
         let input: &'static [u8] = Box::leak(
             format!(
                 "id: 1\ndata: a\n\ndata: {}\n\nid: 5\ndata: b\n\n",
@@ -67,7 +67,7 @@ mod codec {
             .into_boxed_slice(),
         );
         for n in [1, 7, 4096] {
-            let mut config = Config::default();
+            let mut config = DecoderConfig::default();
             config.max_event(10);
             let codec = Codec::with_decoder(config.build());
             let mut framed = FramedRead::new(Trickle(input, n), codec);

@@ -1,7 +1,7 @@
 //! Decoder properties beyond the conformance table: zero copy, limits, finish() and reuse.
 
 use bytes::Bytes;
-use ssegate::sse::{Config, DecodeError, Decoder, Event, PartialEvent};
+use ssegate::sse::{DecodeError, Decoder, DecoderConfig, Event, PartialEvent};
 
 fn chunks_of(input: &Bytes, size: usize) -> Vec<Bytes> {
     (0..input.len())
@@ -101,7 +101,7 @@ fn small_pieces_are_copied_into_one_segment() {
     assert!(!range.contains(&(ev.data.segments()[0].as_ptr() as usize)));
 
     // With `copy_below(0)` every piece is a slice again.
-    let mut d = Config::default().copy_below(0).build();
+    let mut d = DecoderConfig::default().copy_below(0).build();
     d.feed(input.clone());
     let ev = d.next_event().unwrap().unwrap();
     let segs = ev.data.segments();
@@ -228,7 +228,11 @@ fn data_of(ev: &Event) -> Vec<u8> {
 
 /// Runs `input` through `config` in chunks of `size`; returns the events, errors and the maximum
 /// of held_bytes() seen.
-fn limited(config: &Config, input: &[u8], size: usize) -> (Vec<Result<Event, DecodeError>>, usize) {
+fn limited(
+    config: &DecoderConfig,
+    input: &[u8],
+    size: usize,
+) -> (Vec<Result<Event, DecodeError>>, usize) {
     let input = Bytes::copy_from_slice(input);
     let mut d = config.build();
     let mut max_held = 0;
@@ -244,7 +248,7 @@ fn line_limit() {
     input.extend(std::iter::repeat_n(b'x', 10_000));
     input.extend_from_slice(b"\ndata: more of the bad event\n\ndata: after\n\n");
     for size in [1, 7, 64, 4096, input.len()] {
-        let (out, max_held) = limited(Config::default().max_line(1000), &input, size);
+        let (out, max_held) = limited(DecoderConfig::default().max_line(1000), &input, size);
         assert_eq!(out.len(), 3, "chunks of {size}");
         assert_eq!(data_of(out[0].as_ref().unwrap()), b"ok");
         let start = input.windows(8).position(|w| w == b"data: xx").unwrap() as u64;
@@ -268,7 +272,7 @@ fn line_limit_applies_to_comments_without_holding_them() {
     let mut input = b":".to_vec();
     input.extend(std::iter::repeat_n(b'c', 100_000));
     input.extend_from_slice(b"\ndata: dropped\n\ndata: kept\n\n");
-    let (out, max_held) = limited(Config::default().max_line(4096), &input, 333);
+    let (out, max_held) = limited(DecoderConfig::default().max_line(4096), &input, 333);
     assert_eq!(out.len(), 2);
     assert!(matches!(
         out[0],
@@ -291,7 +295,7 @@ fn event_limit() {
     }
     input.extend_from_slice(b"\ndata: next\n\n");
     for size in [1, 10, 1000, input.len()] {
-        let (out, max_held) = limited(Config::default().max_event(1000), &input, size);
+        let (out, max_held) = limited(DecoderConfig::default().max_event(1000), &input, size);
         assert_eq!(out.len(), 3, "chunks of {size}");
         assert_eq!(data_of(out[0].as_ref().unwrap()), b"small");
         assert!(matches!(
@@ -303,7 +307,11 @@ fn event_limit() {
     }
     // Exactly at the limit is fine.
     let exact = format!("data: {}\n\n", "z".repeat(1000));
-    let (out, _) = limited(Config::default().max_event(1000), exact.as_bytes(), 5);
+    let (out, _) = limited(
+        DecoderConfig::default().max_event(1000),
+        exact.as_bytes(),
+        5,
+    );
     assert_eq!(data_of(out[0].as_ref().unwrap()).len(), 1000);
 }
 
@@ -312,7 +320,7 @@ fn endless_data_lines_never_exceed_the_event_limit() {
     let line = format!("data: {}\n", "w".repeat(50));
     let input = line.repeat(20_000); // 1.1 MB, never a blank line
     let (out, max_held) = limited(
-        Config::default().max_event(64 << 10),
+        DecoderConfig::default().max_event(64 << 10),
         input.as_bytes(),
         4096,
     );
@@ -331,7 +339,7 @@ fn field_limit() {
         input.extend(std::iter::repeat_n(b'7', 5000));
         input.extend_from_slice(b"\ndata: dropped\n\nid: 9\ndata: after\n\n");
         for size in [1, 100, input.len()] {
-            let mut d = Config::default().max_field(4096).build();
+            let mut d = DecoderConfig::default().max_field(4096).build();
             let mut max_held = 0;
             let input = Bytes::from(input.clone());
             let out = drive(&mut d, &chunks_of(&input, size), |d| {
@@ -444,7 +452,7 @@ fn a_line_over_two_limits_reports_the_one_crossed_first_whatever_the_chunking() 
     let mut id = b"id: ".to_vec();
     id.extend(std::iter::repeat_n(b'7', 100));
     id.extend_from_slice(b"\n\n");
-    let mut config = Config::default();
+    let mut config = DecoderConfig::default();
     config.max_line(50).max_event(30).max_field(8);
     for size in 1..=data.len() {
         let (out, _) = limited(&config, &data, size);

@@ -5,7 +5,7 @@
 //! flight.
 
 use bytes::Bytes;
-use ssegate::sse::{Config, DecodeError, Decoder};
+use ssegate::sse::{DecodeError, Decoder, DecoderConfig};
 use ssegate_oracles::alloc::{Counting, Span};
 
 // Measured per thread (`Span::thread`): each test runs on its own thread and frees what it
@@ -28,7 +28,7 @@ struct Seen {
 
 /// Feeds the chunks `next_chunk` makes (a fresh allocation each, as a transport's), pulling and
 /// dropping every event; measures the peak heap.
-fn run(config: &Config, mut next_chunk: impl FnMut(usize) -> Option<Vec<u8>>) -> Seen {
+fn run(config: &DecoderConfig, mut next_chunk: impl FnMut(usize) -> Option<Vec<u8>>) -> Seen {
     let span = Span::thread();
     let mut d: Decoder = config.build();
     let mut seen = Seen {
@@ -73,8 +73,8 @@ fn repeated(
     }
 }
 
-fn small_limits(limit: usize) -> Config {
-    let mut c = Config::default();
+fn small_limits(limit: usize) -> DecoderConfig {
+    let mut c = DecoderConfig::default();
     c.max_line(limit)
         .max_event(limit)
         .max_block(limit)
@@ -93,7 +93,10 @@ fn eight_million_data_x_lines() {
     // 56 MB of input, 16 MB of data (each `x` and its join), no blank line: before the data was
     // coalesced, every line cost two 32-byte segments and a chunk refcount (891 MB resident).
     let lines = 8_000_000;
-    let seen = run(&Config::default(), repeated(b"data:x\n", lines, 16 * KIB));
+    let seen = run(
+        &DecoderConfig::default(),
+        repeated(b"data:x\n", lines, 16 * KIB),
+    );
     assert_eq!(seen.input, 7 * lines);
     assert!(seen.errors.is_empty() && seen.events == 0, "{seen:?}");
     let data = 2 * lines;
@@ -124,7 +127,10 @@ fn eight_million_data_x_lines() {
 fn a_data_flood_of_empty_lines() {
     // `data:` lines add one join each: 8 MB of data in 48 MB of input.
     let lines = 8_000_000;
-    let seen = run(&Config::default(), repeated(b"data:\n", lines, 16 * KIB));
+    let seen = run(
+        &DecoderConfig::default(),
+        repeated(b"data:\n", lines, 16 * KIB),
+    );
     assert!(seen.errors.is_empty(), "{seen:?}");
     assert!(seen.peak <= 3 * lines + MIB, "{seen:?}");
 
@@ -150,12 +156,12 @@ fn one_data_byte_per_comment_padded_chunk() {
             c
         })
     };
-    let seen = run(&Config::default(), make);
+    let seen = run(&DecoderConfig::default(), make);
     assert!(seen.errors.is_empty(), "{seen:?}");
     assert!(seen.peak <= 4 * CHUNK + 64 * KIB, "{seen:?}");
 
     // A slice-everything decoder (`copy_below(0)`) keeps every chunk: the test can fail.
-    let mut slicing = Config::default();
+    let mut slicing = DecoderConfig::default();
     slicing.copy_below(0);
     let seen = run(&slicing, make);
     assert!(seen.peak >= chunks * CHUNK, "{seen:?}");
@@ -174,7 +180,7 @@ fn huge_comments_and_unknown_fields_hold_nothing() {
                 _ => vec![b'c'; CHUNK],
             })
         };
-        let seen = run(&Config::default(), make);
+        let seen = run(&DecoderConfig::default(), make);
         assert!(seen.errors.is_empty(), "{seen:?}");
         assert_eq!(seen.events, 1);
         assert!(seen.peak <= 4 * CHUNK + 64 * KIB, "{seen:?}");
@@ -217,7 +223,7 @@ fn many_tiny_chunks() {
                 c
             })
         };
-        let seen = run(&Config::default(), make);
+        let seen = run(&DecoderConfig::default(), make);
         assert_eq!(seen.events, 1);
         // The dispatched event (4 MiB) is alive at the peak, in a buffer grown by doubling.
         assert!(
@@ -226,7 +232,7 @@ fn many_tiny_chunks() {
         );
     }
     // Byte-sized chunks of a long run of tiny events: nothing accumulates.
-    let seen = run(&Config::default(), {
+    let seen = run(&DecoderConfig::default(), {
         let mut i = 0usize;
         let period = b"id: 12\ndata: {}\n\n";
         move |_| {

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use proptest::prelude::*;
 
-use ssegate::sse::{Config, DecodeError, Decoder, PartialEvent};
+use ssegate::sse::{DecodeError, Decoder, DecoderConfig, PartialEvent};
 use ssegate_oracles::sse_reference::{self as reference, Outcome};
 
 /// Feeds `input` cut at `cuts` (sorted offsets), pulling events after each chunk.
@@ -145,7 +145,7 @@ type LimitedRun = (
     Vec<u8>,
 );
 
-fn decode_limited(config: &Config, input: &[u8], cuts: &[usize]) -> LimitedRun {
+fn decode_limited(config: &DecoderConfig, input: &[u8], cuts: &[usize]) -> LimitedRun {
     let whole = Bytes::copy_from_slice(input);
     let mut d = config.build();
     let mut items = Vec::new();
@@ -166,7 +166,7 @@ fn decode_limited(config: &Config, input: &[u8], cuts: &[usize]) -> LimitedRun {
     (items, partial, d.last_event_id().to_vec())
 }
 
-fn small_limits() -> impl Strategy<Value = Config> {
+fn small_limits() -> impl Strategy<Value = DecoderConfig> {
     let limit = prop_oneof![Just(0usize), 1..12usize, 12..80usize, Just(usize::MAX)];
     (
         limit.clone(),
@@ -176,7 +176,7 @@ fn small_limits() -> impl Strategy<Value = Config> {
         prop_oneof![Just(0usize), 1..6usize, Just(usize::MAX)],
     )
         .prop_map(|(line, event, field, block, copy_below)| {
-            let mut c = Config::default();
+            let mut c = DecoderConfig::default();
             c.max_line(line)
                 .max_event(event)
                 .max_field(field)
@@ -207,7 +207,7 @@ proptest! {
 fn the_block_limit_counts_every_wire_byte() {
     // Block: "id: 1\n" (6) + ": c\n" (4) + "x: y\r\n" (6) + "data: ab\n" (9) = 25 bytes.
     let input = b"id: 1\n: c\nx: y\r\ndata: ab\n\ndata: next\n\n";
-    let mut config = Config::default();
+    let mut config = DecoderConfig::default();
     // From 11 bytes up the next block ("data: next\n") fits.
     for limit in 11..30 {
         config.max_block(limit);

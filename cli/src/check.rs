@@ -70,7 +70,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     };
     let mut guard = args.gate.guard();
     guard.policy(policy);
-    let mut config = resume::Config::default();
+    let mut config = resume::StreamConfig::default();
     config.guard(guard);
     let expect: Vec<RpcId> = args
         .request_ids

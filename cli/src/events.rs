@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use ssegate::sse::Config;
+use ssegate::sse::DecoderConfig;
 
 use crate::input::{SplitArgs, chunks, read_input};
 
@@ -43,7 +43,7 @@ pub(crate) fn run(args: &EventsArgs) -> ExitCode {
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut config = Config::default();
+    let mut config = DecoderConfig::default();
     if let Some(n) = args.max_line {
         config.max_line(n);
     }

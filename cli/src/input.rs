@@ -38,15 +38,15 @@ pub(crate) enum IsaArg {
 
 impl GateSettings {
     /// The gate's configuration these arguments ask for.
-    pub(crate) fn gate(&self) -> ssegate::gate::Config {
-        let mut config = ssegate::gate::Config::new();
+    pub(crate) fn gate(&self) -> ssegate::gate::GateConfig {
+        let mut config = ssegate::gate::GateConfig::new();
         config.max_depth(self.max_depth).max_isa(self.isa());
         config
     }
 
     /// The guard's configuration with these gate settings.
-    pub(crate) fn guard(&self) -> ssegate::guard::Config {
-        let mut config = ssegate::guard::Config::default();
+    pub(crate) fn guard(&self) -> ssegate::guard::GuardConfig {
+        let mut config = ssegate::guard::GuardConfig::default();
         config.max_depth(self.max_depth).max_isa(self.isa());
         config
     }

@@ -10,7 +10,7 @@
 #![no_main]
 
 use bytes::Bytes;
-use ssegate::sse::Config;
+use ssegate::sse::DecoderConfig;
 use ssegate_oracles::alloc::{Counting, Span};
 
 #[global_allocator]
@@ -46,7 +46,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let field = limit.min(4 << 10);
 
     let span = Span::thread();
-    let mut config = Config::default();
+    let mut config = DecoderConfig::default();
     config
         .max_line(limit)
         .max_event(limit)

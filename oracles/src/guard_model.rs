@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use bytes::Bytes;
 
 use ssegate::guard::{
-    Config, ConnectionEnd, Decision, Guard, Policy, ReconnectResponse, Registry, Torn,
+    ConnectionEnd, Decision, Guard, GuardConfig, Policy, ReconnectResponse, Registry, Torn,
 };
 use ssegate::message::RpcId;
 use ssegate::sse::Decoder;
@@ -676,9 +676,9 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
     } else {
         Policy::Verified
     };
-    let mut guard = Config::default().policy(policy).build_in(&session);
+    let mut guard = GuardConfig::default().policy(policy).build_in(&session);
     guard.expect_response(RpcId::Number(1));
-    let mut get_guard = Config::default().build_in(&session);
+    let mut get_guard = GuardConfig::default().build_in(&session);
     let mut decoder = Decoder::new();
     let mut out = Outcome::default();
 

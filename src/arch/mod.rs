@@ -98,7 +98,7 @@ pub(crate) fn find_line_end(hay: &[u8]) -> Option<usize> {
 
 /// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
 /// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose;
-/// [`Config::max_isa`](crate::gate::Config::max_isa) caps the detection). Ordered from the least to
+/// [`GateConfig::max_isa`](crate::gate::GateConfig::max_isa) caps the detection). Ordered from the least to
 /// the most capable: `Portable < Avx2 < Avx512`.
 ///
 /// New instruction sets (other architectures' among them) are added as new variants: match with a

@@ -26,7 +26,7 @@
 //! | an error answer's body (then the connection is dropped) | 1 KiB | [`ClientConfig::max_error_body`] |
 //! | an `application/json` answer (held as received, never doubled) | 64 MiB | [`ClientConfig::max_json_body`] |
 //! | one SSE event (the decoder's limits) | 64 MiB | [`ClientConfig::decoder`] |
-//! | the delay before any reconnect | 250 ms (jittered up to +50 %) to 60 s | [`resume::Config::min_delay`], [`resume::Config::max_delay`] |
+//! | the delay before any reconnect | 250 ms (jittered up to +50 %) to 60 s | [`resume::StreamConfig::min_delay`], [`resume::StreamConfig::max_delay`] |
 //! | redirects followed | none | [`ClientConfig::redirects`] |
 //!
 //! An event dropped over a decoder limit while the call's response is outstanding fails the call
@@ -217,7 +217,7 @@ impl Handler for DefaultHandler {}
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ClientConfig {
-    pub(crate) stream: resume::Config,
+    pub(crate) stream: resume::StreamConfig,
     pub(crate) headers: HeaderMap,
     roots: Vec<Vec<u8>>,
     only_custom_roots: bool,
@@ -255,7 +255,7 @@ impl Default for ClientConfig {
     /// 1 KiB, no redirects, pooled connections, the platform's TLS roots, [`DefaultHandler`].
     fn default() -> Self {
         ClientConfig {
-            stream: resume::Config::default(),
+            stream: resume::StreamConfig::default(),
             headers: HeaderMap::new(),
             roots: Vec::new(),
             only_custom_roots: false,
@@ -277,36 +277,36 @@ impl Default for ClientConfig {
 impl ClientConfig {
     /// The resumable stream's settings: decoder limits, guard, timing, budgets (replaces them;
     /// [`ClientConfig::stream_mut`] edits them in place).
-    pub fn stream(&mut self, config: resume::Config) -> &mut Self {
+    pub fn stream(&mut self, config: resume::StreamConfig) -> &mut Self {
         self.stream = config;
         self
     }
 
     /// The resumable stream's settings, to edit in place
     /// (`config.stream_mut().guard_mut().max_depth(4096)`).
-    pub fn stream_mut(&mut self) -> &mut resume::Config {
+    pub fn stream_mut(&mut self) -> &mut resume::StreamConfig {
         &mut self.stream
     }
 
     /// The resumable stream's settings.
-    pub fn stream_config(&self) -> &resume::Config {
+    pub fn stream_config(&self) -> &resume::StreamConfig {
         &self.stream
     }
 
     /// The guard's settings (shorthand for the stream's).
-    pub fn guard(&mut self, config: guard::Config) -> &mut Self {
+    pub fn guard(&mut self, config: guard::GuardConfig) -> &mut Self {
         self.stream.guard(config);
         self
     }
 
     /// The decoder's limits (shorthand for the stream's).
-    pub fn decoder(&mut self, config: sse::Config) -> &mut Self {
+    pub fn decoder(&mut self, config: sse::DecoderConfig) -> &mut Self {
         self.stream.decoder(config);
         self
     }
 
     /// How long a resumed connection may bring no byte while a response is outstanding
-    /// (shorthand for the stream's [`resume::Config::replay_timeout`]; nothing else changes).
+    /// (shorthand for the stream's [`resume::StreamConfig::replay_timeout`]; nothing else changes).
     pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.stream.replay_timeout(timeout);
         self

@@ -20,13 +20,13 @@
 //!
 //! Two engines live behind the one type:
 //!
-//! - the **exact recogniser** (default, [`Config::exact`]`(true)`): a JSON grammar pushdown automaton
+//! - the **exact recogniser** (default, [`GateConfig::exact`]`(true)`): a JSON grammar pushdown automaton
 //!   (RFC 8259, UTF-8 only), incremental, without recursion, that skips string contents with SIMD
 //!   scanning. With the vector kernels, whole 64-byte blocks between tokens are validated on their
 //!   structural characters, string delimiters and scalar tokens only (simdjson's stage 1 / stage 2
 //!   split); whatever that walker cannot prove valid is judged by the byte automaton. Its verdicts are
 //!   precise, the same on every instruction set.
-//! - the **fast path** ([`Config::exact`]`(false)`): simdjson stage-1 style bracket balancing made
+//! - the **fast path** ([`GateConfig::exact`]`(false)`): simdjson stage-1 style bracket balancing made
 //!   resumable (escape carry, in-string carry, depth, a stack of container kinds), over the structural
 //!   masks of AVX-512 / AVX2 kernels picked at run time. Its `Complete` means "one balanced top-level container"; it cannot see
 //!   `{"a" 1}`. [`Gate::check`] re-runs the exact recogniser whenever the fast verdict is not `Complete`;
@@ -102,7 +102,7 @@ impl fmt::Display for Verdict {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum InvalidReason {
-    /// The opening bracket at `offset` nests deeper than `limit` ([`Config::max_depth`]).
+    /// The opening bracket at `offset` nests deeper than `limit` ([`GateConfig::max_depth`]).
     TooDeep {
         /// The configured maximum nesting depth.
         limit: usize,
@@ -164,17 +164,17 @@ impl fmt::Display for InvalidReason {
 
 impl std::error::Error for InvalidReason {}
 
-/// Configuration for a [`Gate`]; `Config::default()` is what [`Gate::new`] uses.
+/// Configuration for a [`Gate`]; `GateConfig::default()` is what [`Gate::new`] uses.
 #[derive(Clone, Debug)]
-pub struct Config {
+pub struct GateConfig {
     max_depth: usize,
     exact: bool,
     max_isa: Isa,
 }
 
-impl Default for Config {
+impl Default for GateConfig {
     fn default() -> Self {
-        Config {
+        GateConfig {
             max_depth: 1024,
             exact: true,
             max_isa: Isa::Avx512,
@@ -182,10 +182,10 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl GateConfig {
     /// Default configuration: depth limit 1024, exact verdicts.
     pub fn new() -> Self {
-        Config::default()
+        GateConfig::default()
     }
 
     /// Maximum nesting depth of arrays and objects (default 1024). One more level is
@@ -203,7 +203,7 @@ impl Config {
         self
     }
 
-    /// The most capable instruction set [`Config::build`] may pick (default [`Isa::Avx512`], no cap):
+    /// The most capable instruction set [`GateConfig::build`] may pick (default [`Isa::Avx512`], no cap):
     /// the gate runs the best kernels this CPU has up to it. `Isa::Avx2` keeps the gate off AVX-512
     /// (on CPUs that lower their clock for it, or to match another machine's figures);
     /// `Isa::Portable` runs the portable code. Verdicts are the same on every instruction set.
@@ -213,7 +213,7 @@ impl Config {
     }
 
     /// A gate with this configuration, using the best instruction set this CPU has (up to
-    /// [`Config::max_isa`]).
+    /// [`GateConfig::max_isa`]).
     pub fn build(&self) -> Gate {
         self.build_inner(Kernels::best_up_to(self.max_isa))
     }
@@ -237,8 +237,8 @@ impl Config {
 
 /// The incremental JSON completeness gate. See the [module docs](self).
 pub struct Gate {
-    config: Config,
-    /// `Config::exact`.
+    config: GateConfig,
+    /// `GateConfig::exact`.
     exact_mode: bool,
     /// Whether the exact recogniser is fed the message: in exact mode, or after `check` fell back. (In
     /// fast mode it also takes over a top-level value that is not a container: see
@@ -266,14 +266,14 @@ impl fmt::Debug for Gate {
 }
 
 impl Gate {
-    /// A gate with the default [`Config`].
+    /// A gate with the default [`GateConfig`].
     pub fn new() -> Gate {
-        Config::default().build()
+        GateConfig::default().build()
     }
 
     /// A default-configured gate forced onto `isa` (`None` if unavailable). For benches and tests.
     pub fn with_isa(isa: Isa) -> Option<Gate> {
-        Config::default().build_with_isa(isa)
+        GateConfig::default().build_with_isa(isa)
     }
 
     /// The instruction set this gate's kernels use.
@@ -334,7 +334,7 @@ impl Gate {
     }
 
     /// Resets, feeds every segment of `data`, and returns the verdict. In fast mode
-    /// ([`Config::exact`]`(false)`) a verdict other than `Complete` is re-derived by the exact recogniser,
+    /// ([`GateConfig::exact`]`(false)`) a verdict other than `Complete` is re-derived by the exact recogniser,
     /// so only `Complete` means "balanced but not validated".
     pub fn check(&mut self, data: &Data) -> Verdict {
         self.check_with(data, |_| {})
@@ -390,7 +390,7 @@ mod tests {
         ];
         for isa in crate::arch::tests::isas_under_test() {
             for exact in [true, false] {
-                let mut gate = Config::new().exact(exact).build_with_isa(isa).unwrap();
+                let mut gate = GateConfig::new().exact(exact).build_with_isa(isa).unwrap();
                 for &(input, want) in cases {
                     gate.reset();
                     for b in input {
@@ -421,7 +421,7 @@ mod tests {
             let want = Isa::available()
                 .rfind(|isa| *isa <= cap)
                 .unwrap_or(Isa::Portable);
-            let gate = Config::new().max_isa(cap).build();
+            let gate = GateConfig::new().max_isa(cap).build();
             assert_eq!(gate.isa(), want, "cap {cap:?}");
         }
         assert!(Isa::Portable < Isa::Avx2 && Isa::Avx2 < Isa::Avx512);

@@ -14,7 +14,7 @@ use crate::message::RpcId;
 /// delivered (a bounded window of them), shared by all the session's streams.
 ///
 /// A clone is another handle to the same registry. Give one to each stream's guard
-/// ([`Config::build_in`](super::Config::build_in), [`Session`](crate::resume::Session)): a response
+/// ([`GuardConfig::build_in`](super::GuardConfig::build_in), [`Session`](crate::resume::Session)): a response
 /// that arrives on another stream than
 /// the one that was expected to carry it (the standalone `GET` stream after the `POST` stream was
 /// cut) is then recognised, the cut stream no longer needs resuming, and a second copy of the

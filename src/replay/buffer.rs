@@ -4,10 +4,10 @@
 //! is oldest-first), a cap on the streams remembered, and a cap on the too-large events remembered
 //! (so that their misses say `too_large`). An event that cannot be kept is flagged at append time
 //! ([`Appended::oversized`]) and never evicts another event. Optionally the newest events of each
-//! stream are pinned outside the budget ([`Config::pin_last`]).
+//! stream are pinned outside the budget ([`BufferConfig::pin_last`]).
 //!
-//! What the buffer holds is therefore at most: [`Config::max_bytes`] of budgeted frames, plus the
-//! pinned frames ([`Config::pin_last`] per stream, at most [`Config::max_streams`] streams), plus a
+//! What the buffer holds is therefore at most: [`BufferConfig::max_session_bytes`] of budgeted frames, plus the
+//! pinned frames ([`BufferConfig::pin_last`] per stream, at most [`BufferConfig::max_streams`] streams), plus a
 //! constant per budgeted event, per pinned event, per remembered too-large event and per stream.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,12 +23,12 @@ use super::{AppendError, Appended, Miss, MissReason, Replay};
 /// the same name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Config {
+pub struct BufferConfig {
     /// The byte budget: total encoded frame bytes kept across the session's streams (pinned events
     /// aside). Default 1 MiB.
-    pub max_bytes: usize,
+    pub max_session_bytes: usize,
     /// The event-count cap: how many events the budget holds across the session's streams. Default 64.
-    pub max_events: usize,
+    pub max_session_events: usize,
     /// The per-event cap: a larger frame is never kept in the budget. Default 1 MiB.
     pub max_event_bytes: usize,
     /// The delay a [`Miss`] tells the client to wait before it tries again. Default 1 s.
@@ -42,13 +42,13 @@ pub struct Config {
     pub max_too_large: usize,
 }
 
-impl Default for Config {
+impl Default for BufferConfig {
     /// 1 MiB and 64 events of budget, a 1 MiB per-event cap, `retry_after` 1 s, nothing pinned, 64
     /// streams, 64 remembered too-large events.
     fn default() -> Self {
-        Config {
-            max_bytes: 1 << 20,
-            max_events: 64,
+        BufferConfig {
+            max_session_bytes: 1 << 20,
+            max_session_events: 64,
             max_event_bytes: 1 << 20,
             retry_after: Duration::from_secs(1),
             pin_last: 0,
@@ -58,20 +58,20 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    /// Sets [`Config::max_bytes`], the byte budget.
-    pub fn max_bytes(&mut self, bytes: usize) -> &mut Self {
-        self.max_bytes = bytes;
+impl BufferConfig {
+    /// Sets [`BufferConfig::max_session_bytes`], the byte budget.
+    pub fn max_session_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.max_session_bytes = bytes;
         self
     }
 
-    /// Sets [`Config::max_events`], the event-count cap.
-    pub fn max_events(&mut self, events: usize) -> &mut Self {
-        self.max_events = events;
+    /// Sets [`BufferConfig::max_session_events`], the event-count cap.
+    pub fn max_session_events(&mut self, events: usize) -> &mut Self {
+        self.max_session_events = events;
         self
     }
 
-    /// Sets [`Config::max_event_bytes`], the per-event cap: an event whose frame is larger is flagged
+    /// Sets [`BufferConfig::max_event_bytes`], the per-event cap: an event whose frame is larger is flagged
     /// [`Appended::oversized`] and is not kept in the budget (the server knows at once that this
     /// event cannot be replayed). It evicts nothing.
     pub fn max_event_bytes(&mut self, bytes: usize) -> &mut Self {
@@ -79,23 +79,23 @@ impl Config {
         self
     }
 
-    /// Sets [`Config::retry_after`], the delay a [`Miss`] asks for (a `Retry-After` header).
+    /// Sets [`BufferConfig::retry_after`], the delay a [`Miss`] asks for (a `Retry-After` header).
     pub fn retry_after(&mut self, delay: Duration) -> &mut Self {
         self.retry_after = delay;
         self
     }
 
-    /// Sets [`Config::pin_last`]: pins the `n` newest events of each stream outside the byte budget
+    /// Sets [`BufferConfig::pin_last`]: pins the `n` newest events of each stream outside the byte budget
     /// and the event cap, whatever their size. An event enters the budget (and may evict, or be
     /// dropped as oversized) only when `n` newer events of its stream have been appended. Pins survive
     /// [`ReplayBuffer::close_stream`] — a client resumes a stream after the server finished writing
-    /// it — and are released when the stream is forgotten (see [`Config::max_streams`]).
+    /// it — and are released when the stream is forgotten (see [`BufferConfig::max_streams`]).
     pub fn pin_last(&mut self, n: usize) -> &mut Self {
         self.pin_last = n;
         self
     }
 
-    /// Sets [`Config::max_streams`]: opening one more stream forgets the oldest closed stream, or if
+    /// Sets [`BufferConfig::max_streams`]: opening one more stream forgets the oldest closed stream, or if
     /// none is closed the oldest open one (a server that never closes its streams cannot grow the
     /// buffer), with everything it holds. At least one stream is always remembered.
     pub fn max_streams(&mut self, n: usize) -> &mut Self {
@@ -103,7 +103,7 @@ impl Config {
         self
     }
 
-    /// Sets [`Config::max_too_large`]: how many dropped too-large events are remembered; beyond it
+    /// Sets [`BufferConfig::max_too_large`]: how many dropped too-large events are remembered; beyond it
     /// the oldest is forgotten and a replay that needs it is an [`MissReason::Evicted`] miss.
     pub fn max_too_large(&mut self, n: usize) -> &mut Self {
         self.max_too_large = n;
@@ -112,7 +112,7 @@ impl Config {
 
     /// The largest frame the budget can ever hold.
     fn event_cap(&self) -> usize {
-        self.max_event_bytes.min(self.max_bytes)
+        self.max_event_bytes.min(self.max_session_bytes)
     }
 }
 
@@ -171,7 +171,7 @@ struct StreamState {
 /// [module docs](super)).
 #[derive(Debug)]
 pub struct ReplayBuffer {
-    config: Config,
+    config: BufferConfig,
     streams: BTreeMap<u64, StreamState>,
     /// The closed streams among `streams`, oldest first.
     closed: BTreeSet<u64>,
@@ -187,13 +187,13 @@ pub struct ReplayBuffer {
 
 impl Default for ReplayBuffer {
     fn default() -> Self {
-        ReplayBuffer::new(Config::default())
+        ReplayBuffer::new(BufferConfig::default())
     }
 }
 
 impl ReplayBuffer {
     /// An empty buffer with these limits.
-    pub fn new(config: Config) -> Self {
+    pub fn new(config: BufferConfig) -> Self {
         ReplayBuffer {
             config,
             streams: BTreeMap::new(),
@@ -208,11 +208,11 @@ impl ReplayBuffer {
     }
 
     /// The limits.
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> &BufferConfig {
         &self.config
     }
 
-    /// Opens a new stream (stream numbers start at 1). If more than [`Config::max_streams`] streams are
+    /// Opens a new stream (stream numbers start at 1). If more than [`BufferConfig::max_streams`] streams are
     /// then remembered, the oldest closed one is forgotten, or if none is closed the oldest open one.
     pub fn open_stream(&mut self) -> StreamId {
         let id = self.next_stream;
@@ -326,14 +326,14 @@ impl ReplayBuffer {
         let len = stored.frame.len();
         let order = stored.order;
         self.pinned_bytes -= len;
-        let fits = len <= self.config.event_cap() && self.config.max_events > 0;
+        let fits = len <= self.config.event_cap() && self.config.max_session_events > 0;
         if !fits {
             state.events.remove(&seq);
             self.remember_too_large(stream, seq, order);
             return;
         }
-        while self.used_bytes + len > self.config.max_bytes
-            || self.ring.len() + 1 > self.config.max_events
+        while self.used_bytes + len > self.config.max_session_bytes
+            || self.ring.len() + 1 > self.config.max_session_events
         {
             // `fits` guarantees that an empty ring has room.
             self.evict_oldest();
@@ -441,7 +441,7 @@ impl ReplayBuffer {
         self.used_bytes
     }
 
-    /// Frame bytes held outside the budget by [`Config::pin_last`].
+    /// Frame bytes held outside the budget by [`BufferConfig::pin_last`].
     pub fn pinned_bytes(&self) -> usize {
         self.pinned_bytes
     }
@@ -461,7 +461,7 @@ impl ReplayBuffer {
         self.streams.len()
     }
 
-    /// Dropped too-large events remembered (at most [`Config::max_too_large`]).
+    /// Dropped too-large events remembered (at most [`BufferConfig::max_too_large`]).
     pub fn too_large_events(&self) -> usize {
         self.too_large.len()
     }
@@ -477,11 +477,11 @@ mod tests {
     use super::*;
     use crate::replay::FrameError;
 
-    fn config(max_bytes: usize, max_events: usize) -> Config {
-        let mut c = Config::default();
-        c.max_bytes(max_bytes)
-            .max_events(max_events)
-            .max_event_bytes(max_bytes);
+    fn config(max_session_bytes: usize, max_session_events: usize) -> BufferConfig {
+        let mut c = BufferConfig::default();
+        c.max_session_bytes(max_session_bytes)
+            .max_session_events(max_session_events)
+            .max_event_bytes(max_session_bytes);
         c
     }
 
@@ -662,7 +662,7 @@ mod tests {
 
     #[test]
     fn open_streams_are_forgotten_beyond_max_streams() {
-        let mut c = Config::default();
+        let mut c = BufferConfig::default();
         c.max_streams(3);
         let mut buf = ReplayBuffer::new(c);
         // A server that opens streams and never closes them: the oldest open one goes.
@@ -693,7 +693,7 @@ mod tests {
             MissReason::Evicted
         );
         // Zero still remembers the newest stream.
-        let mut c = Config::default();
+        let mut c = BufferConfig::default();
         c.max_streams(0);
         let mut buf = ReplayBuffer::new(c);
         let a = buf.open_stream();
@@ -798,7 +798,7 @@ mod tests {
 
     #[test]
     fn forgets_oldest_closed_stream_beyond_max_streams() {
-        let mut c = Config::default();
+        let mut c = BufferConfig::default();
         c.max_streams(2);
         let mut buf = ReplayBuffer::new(c);
         let a = buf.open_stream();

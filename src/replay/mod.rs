@@ -17,10 +17,10 @@
 //! they belong to (so a `Last-Event-ID` alone finds it), with a per-stream sequence that starts at 0.
 //!
 //! ```
-//! use ssegate::replay::{Config, MissReason, ReplayBuffer};
+//! use ssegate::replay::{BufferConfig, MissReason, ReplayBuffer};
 //!
-//! let mut config = Config::default();
-//! config.max_bytes(64).max_events(2);
+//! let mut config = BufferConfig::default();
+//! config.max_session_bytes(64).max_session_events(2);
 //! let mut buf = ReplayBuffer::new(config);
 //! let s = buf.open_stream();
 //! let a = buf.append(s, None, b"{\"n\":1}").unwrap();
@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-pub use buffer::{Config, ReplayBuffer, StreamId, format_id, parse_id};
+pub use buffer::{BufferConfig, ReplayBuffer, StreamId, format_id, parse_id};
 pub use frame::{FrameError, encode_frame};
 #[cfg(feature = "redis")]
 pub use redis::{RedisConfig, RedisStore, RedisStream};

@@ -8,8 +8,8 @@
 //! slot (each operation is one script over those two keys).
 //!
 //! Appends and replays are Lua scripts, so each is atomic: an append assigns the sequence number,
-//! trims the stream oldest-first until it fits the per-stream budget ([`RedisConfig::max_bytes`],
-//! [`RedisConfig::max_events`]; exact, not approximate, trimming) and refreshes the keys' expiry
+//! trims the stream oldest-first until it fits the per-stream budget ([`RedisConfig::max_stream_bytes`],
+//! [`RedisConfig::max_stream_events`]; exact, not approximate, trimming) and refreshes the keys' expiry
 //! ([`RedisConfig::ttl`], so streams expire with an idle session). An event too large for the budget
 //! is not stored and evicts nothing; a small marker entry (at most [`RedisConfig::max_too_large`] per
 //! stream, outside the budget) makes its miss say `too_large`. A replay is `XRANGE` with an exclusive
@@ -39,7 +39,7 @@ use super::{AppendError, Appended, Miss, MissReason, Replay, ReplayStore, StoreE
 const NAME_LEN: usize = 32;
 
 /// Append: KEYS = stream, meta; ARGV = frame tail (after the id line), id prefix (`<name>-`),
-/// max_events, max_bytes, max_event_bytes, max_too_large, ttl_ms, create ('1': open the stream if
+/// max_stream_events, max_stream_bytes, max_event_bytes, max_too_large, ttl_ms, create ('1': open the stream if
 /// it does not exist). Returns {status, seq, stored}: status 0 ok, -1 closed, -2 unknown stream.
 const APPEND: &str = r#"
 local e, m = KEYS[1], KEYS[2]
@@ -54,15 +54,15 @@ local bytes = tonumber(st[3] or '0')
 local marks = tonumber(st[4] or '0')
 local idline = 'id: ' .. ARGV[2] .. seq .. '\n'
 local len = #idline + #ARGV[1]
-local max_events, max_bytes = tonumber(ARGV[3]), tonumber(ARGV[4])
+local max_stream_events, max_stream_bytes = tonumber(ARGV[3]), tonumber(ARGV[4])
 local max_event, max_marks = tonumber(ARGV[5]), tonumber(ARGV[6])
 local xid = '0-' .. (seq + 1)
 local stored = 0
-if len <= max_event and len <= max_bytes and max_events > 0 then
+if len <= max_event and len <= max_stream_bytes and max_stream_events > 0 then
   -- Make room oldest-first (markers at the front go with the events behind them).
   while true do
     local events = redis.call('XLEN', e) - marks
-    if events == 0 or (bytes + len <= max_bytes and events + 1 <= max_events) then break end
+    if events == 0 or (bytes + len <= max_stream_bytes and events + 1 <= max_stream_events) then break end
     local first = redis.call('XRANGE', e, '-', '+', 'COUNT', 1)[1]
     redis.call('XDEL', e, first[1])
     if first[2][1] == 'f' then bytes = bytes - #first[2][2] else marks = marks - 1 end
@@ -124,9 +124,9 @@ return 1
 #[non_exhaustive]
 pub struct RedisConfig {
     /// Frame bytes kept per stream (trimmed oldest-first beyond). Default 16 MiB.
-    pub max_bytes: usize,
+    pub max_stream_bytes: usize,
     /// Events kept per stream (trimmed oldest-first beyond). Default 100 000.
-    pub max_events: usize,
+    pub max_stream_events: usize,
     /// The per-event cap: a larger frame is not stored. Default 8 MiB.
     pub max_event_bytes: usize,
     /// Too-large markers kept per stream (beyond, such a miss says `evicted`). Default 64.
@@ -144,8 +144,8 @@ pub struct RedisConfig {
 impl Default for RedisConfig {
     fn default() -> Self {
         RedisConfig {
-            max_bytes: 16 << 20,
-            max_events: 100_000,
+            max_stream_bytes: 16 << 20,
+            max_stream_events: 100_000,
             max_event_bytes: 8 << 20,
             max_too_large: 64,
             ttl: Duration::from_secs(3600),
@@ -157,15 +157,15 @@ impl Default for RedisConfig {
 }
 
 impl RedisConfig {
-    /// Sets [`RedisConfig::max_bytes`].
-    pub fn max_bytes(&mut self, bytes: usize) -> &mut Self {
-        self.max_bytes = bytes;
+    /// Sets [`RedisConfig::max_stream_bytes`].
+    pub fn max_stream_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.max_stream_bytes = bytes;
         self
     }
 
-    /// Sets [`RedisConfig::max_events`].
-    pub fn max_events(&mut self, events: usize) -> &mut Self {
-        self.max_events = events;
+    /// Sets [`RedisConfig::max_stream_events`].
+    pub fn max_stream_events(&mut self, events: usize) -> &mut Self {
+        self.max_stream_events = events;
         self
     }
 
@@ -290,8 +290,8 @@ struct Scripts {
 /// slot (each operation is one script over those two keys).
 ///
 /// Appends and replays are Lua scripts, so each is atomic: an append assigns the sequence number,
-/// trims the stream oldest-first until it fits the per-stream budget ([`RedisConfig::max_bytes`],
-/// [`RedisConfig::max_events`]; exact, not approximate, trimming) and refreshes the keys' expiry
+/// trims the stream oldest-first until it fits the per-stream budget ([`RedisConfig::max_stream_bytes`],
+/// [`RedisConfig::max_stream_events`]; exact, not approximate, trimming) and refreshes the keys' expiry
 /// ([`RedisConfig::ttl`], so streams expire with an idle session). An event too large for the budget
 /// is not stored and evicts nothing; a small marker entry (at most [`RedisConfig::max_too_large`] per
 /// stream, outside the budget) makes its miss say `too_large`. A replay is `XRANGE` with an exclusive
@@ -430,8 +430,8 @@ where
             .key(&m)
             .arg(&tail[..])
             .arg(&prefix)
-            .arg(self.config.max_events)
-            .arg(self.config.max_bytes)
+            .arg(self.config.max_stream_events)
+            .arg(self.config.max_stream_bytes)
             .arg(self.config.max_event_bytes)
             .arg(self.config.max_too_large)
             .arg(self.config.ttl_ms())

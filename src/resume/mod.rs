@@ -75,7 +75,7 @@
 //! least twice, strictly increasing on one stream part. The ids of the first connection count,
 //! priming ids included; uuids (`8-4-4-4-12` hex) never parse as a shape. Numbers need not be
 //! contiguous (MCP servers may number all streams of a session with one counter); "exactly
-//! `cursor + 1`" is required only with [`Config::contiguous_ids`](crate::guard::Config::contiguous_ids). After a resume a single earlier
+//! `cursor + 1`" is required only with [`StreamConfig::contiguous_ids`](crate::guard::GuardConfig::contiguous_ids). After a resume a single earlier
 //! id is evidence enough when the shape names its stream: a message id of the same shape naming
 //! another stream (`5/B` after `0/A`, `B-5` after `A-0`) is another stream's event, and the same
 //! stream going back is a restart. A priming event's content (empty) proves nothing either way,
@@ -112,7 +112,7 @@
 //! | timeout | resumed connection with no event yet, response outstanding | `ReplayMissed { waited }` |
 //! | first message after a resume | the interrupted message's id was known (id line and data had arrived) and this is another id | `Gap` |
 //! | first message after a resume | its content equals a message in the window, under a new id | `StreamRestarted(MessageRepeated)` |
-//! | first event with an id after a resume, [`Config::contiguous_ids`](crate::guard::Config::contiguous_ids) | not `cursor + 1` in the cursor's shape | `Gap` |
+//! | first event with an id after a resume, [`StreamConfig::contiguous_ids`](crate::guard::GuardConfig::contiguous_ids) | not `cursor + 1` in the cursor's shape | `Gap` |
 //! | message after any resume | numbered stream: id not above the highest / other stream part | `StreamRestarted(Backwards / OtherStream)` |
 //! | message after any resume | one earlier id (a priming one counts) of `N/<stream>` or `<stream>-N` shape: same stream not above it / another stream part | `StreamRestarted(Backwards / OtherStream)` |
 //!
@@ -150,9 +150,9 @@ pub mod stream;
 /// Settings of a [`ResumableStream`]. Setters take `&mut self` and chain.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct Config {
-    decoder: sse::Config,
-    guard: guard::Config,
+pub struct StreamConfig {
+    decoder: sse::DecoderConfig,
+    guard: guard::GuardConfig,
     replay_timeout: Duration,
     default_retry: Duration,
     max_delay: Duration,
@@ -167,24 +167,24 @@ pub struct Config {
     gate_ahead: usize,
 }
 
-/// Default of [`Config::idle_timeout`]: as long as the Python SDK's default SSE read timeout, so a
+/// Default of [`StreamConfig::idle_timeout`]: as long as the Python SDK's default SSE read timeout, so a
 /// tool that computes for minutes without a byte is not cut by default, while a connection that
 /// went silent for good is resumed.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Default of [`Config::min_delay`]: the floor under every reconnect delay.
+/// Default of [`StreamConfig::min_delay`]: the floor under every reconnect delay.
 pub const DEFAULT_MIN_DELAY: Duration = Duration::from_millis(250);
 
-impl Default for Config {
+impl Default for StreamConfig {
     /// The decoder's and the guard's defaults; a 10 s replay timeout; a 1 s reconnect delay until
     /// the server asks for another; server delays clamped to 60 s, and never below
     /// 250 ms (jittered up to +50 %); a 300 s idle timeout; 32 resumes per stream, at most 4 in a
     /// row without progress; 6 reconnect attempts per resume with a 250 ms jittered exponential
     /// backoff; jitter seeded from the OS; the stream finishes when nothing is outstanding.
     fn default() -> Self {
-        Config {
-            decoder: sse::Config::default(),
-            guard: guard::Config::default(),
+        StreamConfig {
+            decoder: sse::DecoderConfig::default(),
+            guard: guard::GuardConfig::default(),
             replay_timeout: Duration::from_secs(10),
             default_retry: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
@@ -201,38 +201,38 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    /// The decoder's limits (replaces them; [`Config::decoder_mut`] edits them in place).
-    pub fn decoder(&mut self, config: sse::Config) -> &mut Self {
+impl StreamConfig {
+    /// The decoder's limits (replaces them; [`StreamConfig::decoder_mut`] edits them in place).
+    pub fn decoder(&mut self, config: sse::DecoderConfig) -> &mut Self {
         self.decoder = config;
         self
     }
 
     /// The decoder's limits, to edit in place.
-    pub fn decoder_mut(&mut self) -> &mut sse::Config {
+    pub fn decoder_mut(&mut self) -> &mut sse::DecoderConfig {
         &mut self.decoder
     }
 
     /// The guard's settings: policy, id window, contiguous ids, the gate's nesting limit and
-    /// instruction-set cap (replaces them; [`Config::guard_mut`] edits them in place).
-    pub fn guard(&mut self, config: guard::Config) -> &mut Self {
+    /// instruction-set cap (replaces them; [`StreamConfig::guard_mut`] edits them in place).
+    pub fn guard(&mut self, config: guard::GuardConfig) -> &mut Self {
         self.guard = config;
         self
     }
 
     /// The guard's settings, to edit in place.
-    pub fn guard_mut(&mut self) -> &mut guard::Config {
+    pub fn guard_mut(&mut self) -> &mut guard::GuardConfig {
         &mut self.guard
     }
 
     /// The guard's settings.
-    pub fn guard_config(&self) -> &guard::Config {
+    pub fn guard_config(&self) -> &guard::GuardConfig {
         &self.guard
     }
 
     /// The guard's settings (crate-internal name kept for the client's JSON answers).
     #[cfg(feature = "client")]
-    pub(crate) fn guard_settings(&self) -> &guard::Config {
+    pub(crate) fn guard_settings(&self) -> &guard::GuardConfig {
         &self.guard
     }
 
@@ -245,7 +245,7 @@ impl Config {
     }
 
     /// The reconnect delay until the server asks for one with `retry:` or `Retry-After`
-    /// (default 1 s), raised to [`Config::min_delay`] and clamped by [`Config::max_delay`] like any.
+    /// (default 1 s), raised to [`StreamConfig::min_delay`] and clamped by [`StreamConfig::max_delay`] like any.
     pub fn default_retry(&mut self, delay: Duration) -> &mut Self {
         self.default_retry = delay;
         self
@@ -273,7 +273,7 @@ impl Config {
     /// The shortest delay before any reconnect (default 250 ms), whatever the server's `retry:`
     /// or `Retry-After` says (`retry: 0` would otherwise make a reconnect storm), jittered up to
     /// +50 % so that clients cut together do not reconnect together. Never above
-    /// [`Config::max_delay`].
+    /// [`StreamConfig::max_delay`].
     pub fn min_delay(&mut self, delay: Duration) -> &mut Self {
         self.min_delay = delay;
         self
@@ -308,7 +308,7 @@ impl Config {
     }
 
     /// The first backoff step after a failed reconnect attempt, doubled at each further one and
-    /// jittered to 50-100 % (default 250 ms); never above [`Config::max_delay`].
+    /// jittered to 50-100 % (default 250 ms); never above [`StreamConfig::max_delay`].
     pub fn backoff(&mut self, delay: Duration) -> &mut Self {
         self.backoff = delay;
         self
@@ -350,7 +350,7 @@ impl Config {
     }
 
     /// A stream with these settings around a guard the caller built (its settings win over
-    /// [`Config::guard`]); [`ResumableStream::into_guard`] hands it back.
+    /// [`StreamConfig::guard`]); [`ResumableStream::into_guard`] hands it back.
     pub fn build_with_guard(&self, guard: Guard) -> ResumableStream {
         ResumableStream {
             decoder: self.decoder.build(),
@@ -409,14 +409,14 @@ pub struct Reconnect {
 pub enum Failure {
     /// The guard refused (see [`Torn`] for every case).
     Refused(TornBoundary),
-    /// The stream was resumed [`Config::max_resumes`] times.
+    /// The stream was resumed [`StreamConfig::max_resumes`] times.
     TooManyResumes {
         /// Resumes made.
         resumes: u32,
         /// Requests still unanswered.
         outstanding: Vec<RpcId>,
     },
-    /// [`Config::max_stalled_resumes`] resumes in a row moved nothing forward.
+    /// [`StreamConfig::max_stalled_resumes`] resumes in a row moved nothing forward.
     NoProgress {
         /// Resumes in a row without progress.
         resumes: u32,
@@ -508,7 +508,7 @@ pub enum Output {
     /// (the message it carried is lost; the refusal says which limit).
     Dropped(TornBoundary),
     /// The connection is over for the stream (its end was reported, or it went idle): drop it. A
-    /// reconnect follows after `delay` (the server's, clamped by [`Config::max_delay`]), via
+    /// reconnect follows after `delay` (the server's, clamped by [`StreamConfig::max_delay`]), via
     /// [`Output::Reconnect`].
     Disconnected(Resume),
     /// Send the reconnect request now.
@@ -553,7 +553,7 @@ pub struct ResumableStream {
     decoder: Decoder,
     gate: Gate,
     guard: Guard,
-    config: Config,
+    config: StreamConfig,
     state: State,
     /// A connection end reported by the driver, processed once the decoder's events are drained.
     end: Option<Instant>,
@@ -571,7 +571,7 @@ pub struct ResumableStream {
     ahead: Ahead,
 }
 
-/// Default of [`Config::gate_ahead`]: open data shorter than this is gated at dispatch only (a small
+/// Default of [`StreamConfig::gate_ahead`]: open data shorter than this is gated at dispatch only (a small
 /// message is usually dispatched from the chunk that brought it, and one-shot hashing is cheaper for
 /// it than the streaming state), and longer data is gated in steps of at least this many bytes.
 const AHEAD_MIN: usize = 4096;
@@ -605,14 +605,14 @@ impl Default for ResumableStream {
 }
 
 impl ResumableStream {
-    /// A stream with the default [`Config`], its first connection open.
+    /// A stream with the default [`StreamConfig`], its first connection open.
     pub fn new() -> ResumableStream {
-        Config::default().build()
+        StreamConfig::default().build()
     }
 
     /// Settings to build a stream from.
-    pub fn config() -> Config {
-        Config::default()
+    pub fn config() -> StreamConfig {
+        StreamConfig::default()
     }
 
     /// Registers a request whose response this stream must deliver.
@@ -620,7 +620,7 @@ impl ResumableStream {
         self.guard.expect_response(id);
     }
 
-    /// Reconnects even when nothing is outstanding (see [`Config::keep_open`]).
+    /// Reconnects even when nothing is outstanding (see [`StreamConfig::keep_open`]).
     pub fn keep_open(&mut self, on: bool) {
         self.config.keep_open = on;
     }
@@ -641,12 +641,12 @@ impl ResumableStream {
     }
 
     /// The instruction set the stream's gate runs on: the guard's settings decide it
-    /// ([`guard::Config::max_isa`]).
+    /// ([`guard::GuardConfig::max_isa`]).
     pub fn gate_isa(&self) -> crate::gate::Isa {
         self.gate.isa()
     }
 
-    /// The replay timeout in force ([`Config::replay_timeout`]).
+    /// The replay timeout in force ([`StreamConfig::replay_timeout`]).
     pub fn replay_timeout(&self) -> Duration {
         self.config.replay_timeout
     }
@@ -956,8 +956,8 @@ impl ResumableStream {
         self.state = State::Waiting { until: now + delay };
     }
 
-    /// `delay` raised to the jittered floor ([`Config::min_delay`]) and clamped to
-    /// [`Config::max_delay`].
+    /// `delay` raised to the jittered floor ([`StreamConfig::min_delay`]) and clamped to
+    /// [`StreamConfig::max_delay`].
     fn bounded_delay(&mut self, delay: Duration) -> Duration {
         let floor = self.config.min_delay.mul_f64(1.0 + self.jitter() / 2.0);
         delay.max(floor).min(self.config.max_delay)
@@ -996,19 +996,19 @@ impl ResumableStream {
 /// renegotiation) is a new `Session`.
 #[derive(Clone, Debug)]
 pub struct Session {
-    config: Config,
+    config: StreamConfig,
     registry: guard::Registry,
 }
 
 impl Default for Session {
     fn default() -> Self {
-        Session::new(Config::default())
+        Session::new(StreamConfig::default())
     }
 }
 
 impl Session {
     /// A session whose streams use `config` and share one new registry.
-    pub fn new(config: Config) -> Session {
+    pub fn new(config: StreamConfig) -> Session {
         Session {
             config,
             registry: guard::Registry::new(),
@@ -1217,7 +1217,7 @@ mod tests {
             let input = blocks.concat().into_bytes();
             let mut config = ResumableStream::config();
             if small_limit {
-                config.decoder(crate::sse::Config::default().max_event(9_000).clone());
+                config.decoder(crate::sse::DecoderConfig::default().max_event(9_000).clone());
             }
             config.max_resumes(3);
             let ahead = config.clone().gate_ahead(step).build();

@@ -33,7 +33,7 @@ impl Codec {
         Codec::default()
     }
 
-    /// A codec over `decoder` (built from a [`super::Config`] with other limits, or carried over
+    /// A codec over `decoder` (built from a [`super::DecoderConfig`] with other limits, or carried over
     /// from a previous connection to keep its last event id).
     pub fn with_decoder(decoder: Decoder) -> Self {
         Codec {

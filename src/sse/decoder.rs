@@ -1,4 +1,4 @@
-//! The incremental decoder: [`Decoder`] and its [`Config`].
+//! The incremental decoder: [`Decoder`] and its [`DecoderConfig`].
 //!
 //! Feed chunks with [`Decoder::feed`], pull events with [`Decoder::next_event`] until it returns
 //! `None` (more input needed), and call [`Decoder::finish`] when the connection's input ends.
@@ -19,7 +19,7 @@ const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 /// Longest known field name (`event`, `retry`): a name that is longer is an unknown field.
 const NAME_MAX: usize = 5;
 
-/// Pieces shorter than this are copied rather than sliced (see [`Config::copy_below`]).
+/// Pieces shorter than this are copied rather than sliced (see [`DecoderConfig::copy_below`]).
 pub(crate) const COPY_BELOW: usize = 256;
 
 /// Chunks up to this many bytes are tested for a line end without a call into `memchr` (an inline
@@ -27,13 +27,13 @@ pub(crate) const COPY_BELOW: usize = 256;
 /// chunks either way measured the same, so longer chunks keep `memchr`.
 const SHORT_CHUNK: usize = 128;
 
-/// Limits for a [`Decoder`]; every one has a default, and [`Config::build`] makes the decoder.
+/// Limits for a [`Decoder`]; every one has a default, and [`DecoderConfig::build`] makes the decoder.
 ///
 /// Exceeding a limit is a typed [`DecodeError`]; the decoder then discards input up to the next
 /// blank line and carries on, so no input makes it hold more than the limits (see the module
 /// docs of [`crate::sse`] for the memory bound they give).
 #[derive(Clone, Debug)]
-pub struct Config {
+pub struct DecoderConfig {
     max_line: usize,
     max_event: usize,
     max_field: usize,
@@ -41,9 +41,9 @@ pub struct Config {
     copy_below: usize,
 }
 
-impl Default for Config {
+impl Default for DecoderConfig {
     fn default() -> Self {
-        Config {
+        DecoderConfig {
             max_line: 64 << 20,
             max_event: 64 << 20,
             max_field: 4 << 10,
@@ -53,7 +53,7 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl DecoderConfig {
     /// Longest line, in bytes, line end excluded (default 64 MiB). Applies to every line,
     /// comments and unknown fields included, although those are only scanned, never held.
     pub fn max_line(&mut self, n: usize) -> &mut Self {
@@ -76,7 +76,7 @@ impl Config {
 
     /// Most wire bytes one open block (an event before its blank line) may take: every line of it,
     /// comments, unknown fields, field names and line ends included (default 80 MiB, room for a
-    /// [`Config::max_event`] event and its other fields). This is the limit that bounds memory
+    /// [`DecoderConfig::max_event`] event and its other fields). This is the limit that bounds memory
     /// whatever the input: it caps what the open block can pin, however its bytes are spread over
     /// lines and chunks.
     pub fn max_block(&mut self, n: usize) -> &mut Self {
@@ -148,21 +148,21 @@ impl Config {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DecodeError {
-    /// A line was longer than [`Config::max_line`].
+    /// A line was longer than [`DecoderConfig::max_line`].
     LineTooLong {
         /// The limit, in bytes.
         limit: usize,
         /// Stream offset of the start of the line.
         offset: u64,
     },
-    /// An event's data grew beyond [`Config::max_event`].
+    /// An event's data grew beyond [`DecoderConfig::max_event`].
     EventTooLarge {
         /// The limit, in bytes.
         limit: usize,
         /// Stream offset of the start of the line that crossed the limit.
         offset: u64,
     },
-    /// An `id`, `event` or `retry` value was longer than [`Config::max_field`].
+    /// An `id`, `event` or `retry` value was longer than [`DecoderConfig::max_field`].
     FieldTooLong {
         /// The limit, in bytes.
         limit: usize,
@@ -170,7 +170,7 @@ pub enum DecodeError {
         offset: u64,
     },
     /// An open block's wire bytes (every line and line end since the last blank line) grew beyond
-    /// [`Config::max_block`].
+    /// [`DecoderConfig::max_block`].
     BlockTooLarge {
         /// The limit, in bytes.
         limit: usize,
@@ -306,7 +306,7 @@ impl Id {
     }
 
     /// Makes the value independent of the chunk `cur`, which is about to be left: a copy (the
-    /// value is at most [`Config::max_field`] bytes), so that it pins no chunk.
+    /// value is at most [`DecoderConfig::max_field`] bytes), so that it pins no chunk.
     #[inline]
     fn detach(&mut self, cur: &Bytes) {
         if let Id::Cur { start, end } = *self {
@@ -339,7 +339,7 @@ enum Stop {
 /// ```
 #[derive(Debug)]
 pub struct Decoder {
-    config: Config,
+    config: DecoderConfig,
     /// Chunks fed but not reached yet, in order: `next` (when set) before `queue`. A chunk goes into
     /// `next` only when nothing else waits; most callers feed one chunk and then drain the events,
     /// so their chunks skip the queue's ring arithmetic.
@@ -409,9 +409,9 @@ impl Default for Decoder {
 }
 
 impl Decoder {
-    /// A decoder with the default [`Config`].
+    /// A decoder with the default [`DecoderConfig`].
     pub fn new() -> Decoder {
-        Config::default().build()
+        DecoderConfig::default().build()
     }
 
     /// Queues a chunk of the stream (any size; empty chunks are fine). Nothing is scanned until

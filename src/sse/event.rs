@@ -18,7 +18,7 @@ pub(crate) const MESSAGE: Bytes = Bytes::from_static(b"message");
 /// An event's data: a rope of [`Bytes`] segments.
 ///
 /// The decoder builds it from slices of the input chunks (no copy) for pieces of at least
-/// [`Config::copy_below`](super::Config::copy_below) bytes, joined by static `"\n"` segments, and
+/// [`DecoderConfig::copy_below`](super::DecoderConfig::copy_below) bytes, joined by static `"\n"` segments, and
 /// copies smaller pieces, with their joins, into small owned segments: a segment and a pinned chunk
 /// cost more than copying a few dozen bytes, and would let tiny pieces hold memory out of all
 /// proportion to the data. A `data:` line that ends the event in the chunk where it sits is always

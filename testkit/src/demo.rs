@@ -216,9 +216,9 @@ impl DemoConfig {
 
     fn server_config(&self, mode: ServerMode) -> ServerConfig {
         let budget = (self.size / 2).clamp(4 << 10, 1 << 20);
-        let mut replay = replay::Config::default();
+        let mut replay = replay::BufferConfig::default();
         replay
-            .max_bytes(budget)
+            .max_session_bytes(budget)
             .max_event_bytes(budget)
             .retry_after(Duration::from_secs(1));
         let mut c = ServerConfig::default();

@@ -53,7 +53,7 @@ fn measure<T>(limit: Duration, f: impl Future<Output = T>) -> (T, usize, Duratio
 
 /// Test settings: short delays, so a test takes seconds; limits as each test states.
 fn config() -> ClientConfig {
-    let mut stream = resume::Config::default();
+    let mut stream = resume::StreamConfig::default();
     stream
         .min_delay(Duration::from_millis(20))
         .max_delay(Duration::from_millis(200))
@@ -187,7 +187,7 @@ fn a_cut_json_answer_is_a_lost_response_and_a_safe_call_is_issued_again() {
 // ---- events over the decoder's limits ----
 
 fn limited(max: usize) -> ClientConfig {
-    let mut limits = sse::Config::default();
+    let mut limits = sse::DecoderConfig::default();
     limits.max_line(max).max_event(max).max_block(max + 4096);
     let mut config = config();
     config
@@ -532,7 +532,7 @@ fn a_reconnect_storm_is_held_to_the_floor() {
     let deadline = Duration::from_secs(2);
     let (out, _, _) = measure(Duration::from_secs(20), async {
         let server = start(Misbehaviour::RetryStorm).await;
-        let mut stream = resume::Config::default();
+        let mut stream = resume::StreamConfig::default();
         stream.min_delay(floor);
         let mut config = config();
         config.stream(stream).call_timeout(Some(deadline));
@@ -569,7 +569,7 @@ fn a_busy_answer_to_a_safe_call_is_retried_after_its_retry_after() {
         })
         .await;
         // Delays clamped at 5 s here: the server's second is honoured.
-        let mut stream = resume::Config::default();
+        let mut stream = resume::StreamConfig::default();
         stream.max_delay(Duration::from_secs(5));
         let mut honoured = config();
         honoured.stream(stream);

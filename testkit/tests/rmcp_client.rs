@@ -27,10 +27,10 @@ const CUT: u64 = 40_000;
 const LIMIT: Duration = Duration::from_secs(25);
 
 async fn start(mode: ServerMode) -> (RunningServer, RunningProxy) {
-    let mut replay = replay::Config::default();
+    let mut replay = replay::BufferConfig::default();
     // A budget smaller than the result, as in the field report.
     replay
-        .max_bytes(32 << 10)
+        .max_session_bytes(32 << 10)
         .max_event_bytes(32 << 10)
         .retry_after(Duration::from_millis(200));
     let mut config = ServerConfig::default();

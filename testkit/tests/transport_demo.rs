@@ -292,7 +292,7 @@ async fn list_tools_once(
     list
 }
 
-/// The guard's nesting limit (`guard::Config::max_depth`) judges JSON answers as it judges streamed
+/// The guard's nesting limit (`guard::GuardConfig::max_depth`) judges JSON answers as it judges streamed
 /// ones: a `tools/list` answer deeper than the limit is refused either way, and accepted under the
 /// default limit.
 #[tokio::test]
@@ -303,7 +303,7 @@ async fn the_guards_nesting_limit_judges_json_and_sse_answers() {
             sc.tools_list_sse(sse).retry_ms(5);
             for (limit, accepted) in [(5, false), (1024, true)] {
                 let mut config = ClientConfig::default();
-                let mut guard = ssegate::guard::Config::default();
+                let mut guard = ssegate::guard::GuardConfig::default();
                 guard.max_depth(limit);
                 config.guard(guard);
                 let list = list_tools_once(&sc, config).await;

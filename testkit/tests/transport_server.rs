@@ -169,11 +169,11 @@ fn events(body: &[u8]) -> Vec<Ev> {
 }
 
 fn server_config(mode: ServerMode) -> ServerConfig {
-    let mut replay = replay::Config::default();
+    let mut replay = replay::BufferConfig::default();
     // A budget smaller than the result, as in the field report: the result evicts the progress events
     // and is itself never kept (unless the mode pins it).
     replay
-        .max_bytes(32 << 10)
+        .max_session_bytes(32 << 10)
         .max_event_bytes(32 << 10)
         .retry_after(Duration::from_millis(1500));
     let mut c = ServerConfig::default();

@@ -18,7 +18,7 @@
 //! expanded text, so a small input explores multi-megabyte texts.
 
 use bytes::Bytes;
-use ssegate::gate::{Config, Gate, InvalidReason, Isa, Verdict};
+use ssegate::gate::{Gate, GateConfig, InvalidReason, Isa, Verdict};
 use ssegate::sse::Data;
 
 use super::{pieces, split_header};
@@ -389,7 +389,7 @@ fn expand(data: &[u8], payload: &[u8]) -> (Vec<u8>, Vec<usize>) {
 
 /// The judgement after each piece, for one engine on one ISA; `None` when the ISA is unavailable.
 fn run(exact: bool, isa: Isa, pieces: &[&[u8]]) -> Option<Vec<Judged>> {
-    let mut gate = Config::new().exact(exact).build_with_isa(isa)?;
+    let mut gate = GateConfig::new().exact(exact).build_with_isa(isa)?;
     let mut out = Vec::with_capacity(pieces.len());
     for p in pieces {
         gate.feed(p);
@@ -484,7 +484,7 @@ pub fn gate_differential(data: &[u8]) {
         rope.push(Bytes::copy_from_slice(p));
     }
     assert_eq!(gate.check(&rope), verdict, "check(rope) differs from feed");
-    let mut fast = Config::new().exact(false).build();
+    let mut fast = GateConfig::new().exact(false).build();
     let fast_verdict = fast.check(&rope);
     if verdict == Verdict::Complete {
         assert_eq!(

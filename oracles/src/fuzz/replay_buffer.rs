@@ -391,19 +391,19 @@ pub fn replay_buffer(data: &[u8]) {
 /// Runs one case against the model and the invariants; panics on a violation.
 pub fn run(case: &Case) {
     let l = &case.limits;
-    let mut config = replay::Config::default();
+    let mut config = replay::BufferConfig::default();
     config
-        .max_bytes(usize::from(l.max_bytes % 4096))
-        .max_events(usize::from(l.max_events % 12))
+        .max_session_bytes(usize::from(l.max_bytes % 4096))
+        .max_session_events(usize::from(l.max_events % 12))
         .max_event_bytes(usize::from(l.max_event_bytes % 2048))
         .pin_last(usize::from(l.pin_last % 4))
         .max_streams(usize::from(l.max_streams % 5))
         .max_too_large(usize::from(l.max_too_large % 5));
     let mut buf = ReplayBuffer::new(config.clone());
     let mut model = Model {
-        max_bytes: config.max_bytes,
-        max_events: config.max_events,
-        cap: config.max_event_bytes.min(config.max_bytes),
+        max_bytes: config.max_session_bytes,
+        max_events: config.max_session_events,
+        cap: config.max_event_bytes.min(config.max_session_bytes),
         pin_last: config.pin_last,
         max_streams: config.max_streams,
         max_too_large: config.max_too_large,

@@ -1,5 +1,5 @@
 //! `resume_ahead`: a `ResumableStream` that judges and hashes data as it arrives (the gate ahead of
-//! dispatch, `resume::Config::gate_ahead`) decides exactly as one that judges each message at
+//! dispatch, `resume::StreamConfig::gate_ahead`) decides exactly as one that judges each message at
 //! dispatch: the same outputs, in the same order, for any SSE input, any cut points, a connection
 //! cut anywhere and a resume on the rest, and limit errors that drop a block the gate was reading.
 //!
@@ -103,7 +103,7 @@ pub fn resume_ahead(data: &[u8]) {
     let end_after = (bits & 4 != 0 && pieces.len() > 1).then_some(0);
     let mut config = ResumableStream::config();
     if bits & 8 != 0 {
-        config.decoder(sse::Config::default().max_event(9000).clone());
+        config.decoder(sse::DecoderConfig::default().max_event(9000).clone());
     }
     config.max_resumes(3);
     let ahead = run(config.clone().gate_ahead(step).build(), &pieces, end_after);

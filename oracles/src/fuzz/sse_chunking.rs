@@ -1,7 +1,7 @@
 //! `sse_chunking`: whatever the chunking, the decoder gives the same events, errors and partial
 //! event as on the whole input; with default limits that is also what the reference decoder (the
 //! literal WHATWG algorithm) gives; no limit is ever exceeded; how many bytes are copied rather
-//! than sliced ([`Config::copy_below`]) changes nothing but the segments; every segment is a slice
+//! than sliced ([`DecoderConfig::copy_below`]) changes nothing but the segments; every segment is a slice
 //! of the input, the static join (by pointer) or a copy, and slices under the copy threshold only
 //! end a rope, so the rope's segment count is bounded by its length.
 //!
@@ -13,7 +13,7 @@
 
 use bytes::Bytes;
 use ssegate::hooks::{SSE_COPY_BELOW, sse_join_ptr};
-use ssegate::sse::{Config, DecodeError, Decoder, Event};
+use ssegate::sse::{DecodeError, Decoder, DecoderConfig, Event};
 
 use crate::sse_reference::{self, Outcome as ReferenceOutcome};
 
@@ -74,7 +74,7 @@ impl Limits {
     }
 
     fn decoder(limits: Option<&Limits>, copy_below: usize) -> Decoder {
-        let mut c = Config::default();
+        let mut c = DecoderConfig::default();
         c.copy_below(copy_below);
         if let Some(l) = limits {
             c.max_line(l.line)

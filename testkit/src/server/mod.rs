@@ -48,7 +48,7 @@
 //! first), session idle time, call records kept per session for [`ServerMode::Restart`], concurrent
 //! connections (further connections wait in the listen backlog), and the time a client may take to send
 //! a request head (hyper's header read timeout, on a tokio timer). Each session's replay memory is bounded
-//! by its [`replay::Config`]. Session ids are 128 bits from the operating system's random source. The
+//! by its [`replay::BufferConfig`]. Session ids are 128 bits from the operating system's random source. The
 //! global session map is locked only to find, add or remove a session; building and encoding a response
 //! (megabytes for `big_result`) happens under that session's own lock.
 //!
@@ -203,7 +203,7 @@ pub enum ServerMode {
     /// buffer and "helpfully" starts over. An id whose stream it never opened: `409`.
     Restart,
     /// Like [`Strict`](Self::Strict), but the newest event of each stream is pinned outside the byte
-    /// budget ([`replay::Config::pin_last`] >= 1), so the event a cut interrupted — typically the big
+    /// budget ([`replay::BufferConfig::pin_last`] >= 1), so the event a cut interrupted — typically the big
     /// result, which no budget holds — is re-sent whole under its original id. Correct SSE, and exactly
     /// what corrupts a client that appends the replay to its partial buffer. Misses the pin cannot
     /// cover (events before the newest one were evicted): `409`.
@@ -404,7 +404,7 @@ pub struct ServerConfig {
     mode: ServerMode,
     result_size: usize,
     seed: u64,
-    replay: replay::Config,
+    replay: replay::BufferConfig,
     retry_ms: u64,
     progress_count: u64,
     tools_list_sse: bool,
@@ -432,7 +432,7 @@ impl Default for ServerConfig {
             mode: ServerMode::Strict,
             result_size: DEFAULT_RESULT_SIZE,
             seed: DEFAULT_SEED,
-            replay: replay::Config::default(),
+            replay: replay::BufferConfig::default(),
             retry_ms: 250,
             progress_count: 3,
             tools_list_sse: false,
@@ -471,9 +471,9 @@ impl ServerConfig {
         self
     }
 
-    /// Each session's replay buffer limits. The mode may raise [`replay::Config::pin_last`]
+    /// Each session's replay buffer limits. The mode may raise [`replay::BufferConfig::pin_last`]
     /// (`Boundary` to 1, `Resend` to 2), never lower it.
-    pub fn replay(&mut self, config: replay::Config) -> &mut Self {
+    pub fn replay(&mut self, config: replay::BufferConfig) -> &mut Self {
         self.replay = config;
         self
     }
@@ -569,16 +569,16 @@ impl ServerConfig {
     }
 
     /// The replay limits each session actually uses (with the mode's pins applied).
-    pub fn effective_replay(&self) -> replay::Config {
+    pub fn effective_replay(&self) -> replay::BufferConfig {
         let mut c = self.replay.clone();
         let pins = c.pin_last.max(self.mode.pins());
         c.pin_last(pins);
         if self.mode == ServerMode::Buffered {
             // Whole results with their framing, several calls deep.
             let event = self.result_size + (64 << 10);
-            let (per_event, total) = (c.max_event_bytes, c.max_bytes);
+            let (per_event, total) = (c.max_event_bytes, c.max_session_bytes);
             c.max_event_bytes(per_event.max(event))
-                .max_bytes(total.max(4 * event));
+                .max_session_bytes(total.max(4 * event));
         }
         c
     }
@@ -764,7 +764,7 @@ type Sessions = HashMap<String, Arc<SessionEntry>>;
 #[derive(Debug)]
 struct Shared {
     config: ServerConfig,
-    replay: replay::Config,
+    replay: replay::BufferConfig,
     /// The global session map: locked only to find, add or remove a session, never while a response
     /// is built.
     sessions: Mutex<Sessions>,
