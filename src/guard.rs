@@ -4,8 +4,8 @@
 //! [`Event`] ([`Guard::on_event`]), each connection end ([`Guard::on_disconnect`], with the decoder's
 //! partial event), each reconnect response ([`Guard::on_reconnect`]), a replay timeout
 //! ([`Guard::on_replay_timeout`]) and an event the decoder dropped over a limit
-//! ([`Guard::on_decode_error`]). Every call returns a decision or a typed [`TornBoundary`]; once it
-//! has refused (any refusal but [`Torn::Busy`] and [`Torn::DecodeLimit`]), the guard keeps refusing
+//! ([`Guard::on_decode_error`]). Every call returns a decision or a typed [`Refusal`]; once it
+//! has refused (any refusal but [`RefusalKind::Busy`] and [`RefusalKind::DecodeLimit`]), the guard keeps refusing
 //! with the same error until [`Guard::reset`]. It never hands out a message that is not exactly
 //! one complete JSON value, and never continues a resumed stream when the evidence says it is not
 //! the one that was cut.
@@ -44,7 +44,7 @@ use registry::Response;
 /// What the guard does with a cut that happened while an event was half received.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Policy {
-    /// Refuse any reconnect while a partial event was held ([`Torn::PartialEvent`]).
+    /// Refuse any reconnect while a partial event was held ([`RefusalKind::PartialEvent`]).
     Strict,
     /// Discard the partial event, resume, and verify the replay: the first replayed message must
     /// be the interrupted one (when its id was seen); an id already delivered must carry identical
@@ -94,7 +94,7 @@ impl GuardConfig {
 
     /// Whether the server numbers each stream contiguously (default `false`). When set, the first
     /// new event after a resume whose id has the cursor's numbered shape must be exactly
-    /// `cursor + 1`, else [`Torn::Gap`]. Leave it off for servers that number all the streams of a
+    /// `cursor + 1`, else [`RefusalKind::Gap`]. Leave it off for servers that number all the streams of a
     /// session with one counter (MCP only requires ids to be unique across a session).
     pub fn contiguous_ids(&mut self, contiguous: bool) -> &mut Self {
         self.contiguous_ids = contiguous;
@@ -102,7 +102,7 @@ impl GuardConfig {
     }
 
     /// The deepest nesting of arrays and objects a message may have (default 1024, the gate's):
-    /// a deeper one is refused as [`Torn::InvalidMessage`] with
+    /// a deeper one is refused as [`RefusalKind::InvalidMessage`] with
     /// [`InvalidReason::TooDeep`](crate::gate::InvalidReason::TooDeep). The guard's memory for
     /// nesting is one byte per level in use, so a server that nests deeper than the default can be
     /// met by raising this (the application's own parser has its own limit too).
@@ -297,16 +297,18 @@ pub struct Stats {
     pub resumes: u64,
 }
 
-/// The guard refused: what happened, where the stream stood, and what is still unanswered.
+/// A refusal: of the stream by the guard, of a resume by the server ([`RefusalKind::Busy`]) or of one
+/// event by the decoder ([`RefusalKind::DecodeLimit`]); what happened, where the stream stood, and what
+/// is still unanswered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct TornBoundary {
+pub struct Refusal {
     /// What went wrong, with the numbers.
-    pub kind: Torn,
+    pub kind: RefusalKind,
     /// The cursor (last fully processed event id) at the refusal.
     pub cursor: Option<Bytes>,
     /// Requests this stream still had to deliver: re-issue them (after renegotiating when
-    /// [`TornBoundary::must_renegotiate`]).
+    /// [`Refusal::must_renegotiate`]).
     pub outstanding: Vec<RpcId>,
 }
 
@@ -337,10 +339,13 @@ impl fmt::Display for Restart {
     }
 }
 
-/// The refusals, one per row of the decision table.
+/// What was refused, one kind per row of the decision table. Two kinds do not end the stream:
+/// [`RefusalKind::Busy`] (the server refused the resume for now; the same resume is tried again)
+/// and [`RefusalKind::DecodeLimit`] (the decoder refused one event; the stream goes on). Every other
+/// kind is the guard refusing the stream ([`Refusal::must_renegotiate`] says what follows).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Torn {
+pub enum RefusalKind {
     /// `Strict` policy: the connection was cut with a partial event held.
     PartialEvent {
         /// Bytes of the open block.
@@ -438,22 +443,24 @@ pub enum Torn {
     },
 }
 
-impl TornBoundary {
+impl Refusal {
     /// Whether the caller must open a new session (new `initialize`, new `Mcp-Session-Id`) and
     /// re-issue the outstanding requests. `Busy` only asks to retry the same resume later; a
     /// decoder limit loses one event on a healthy stream (a request whose response it was stays in
-    /// [`TornBoundary::outstanding`]: re-issue it with a larger limit, on the same session); every
+    /// [`Refusal::outstanding`]: re-issue it with a larger limit, on the same session); every
     /// other refusal means the stream is lost.
     pub fn must_renegotiate(&self) -> bool {
-        !matches!(self.kind, Torn::Busy { .. } | Torn::DecodeLimit { .. })
+        !matches!(
+            self.kind,
+            RefusalKind::Busy { .. } | RefusalKind::DecodeLimit { .. }
+        )
     }
 
     /// The delay the server asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self.kind {
-            Torn::ReplayUnavailable { retry_after, .. } | Torn::Busy { retry_after, .. } => {
-                retry_after
-            }
+            RefusalKind::ReplayUnavailable { retry_after, .. }
+            | RefusalKind::Busy { retry_after, .. } => retry_after,
             _ => None,
         }
     }
@@ -466,53 +473,53 @@ fn show_opt(id: &Option<Bytes>) -> String {
     id.as_deref().map_or_else(|| "(none)".to_string(), show)
 }
 
-impl fmt::Display for Torn {
+impl fmt::Display for RefusalKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Torn::PartialEvent { bytes, id } => write!(
+            RefusalKind::PartialEvent { bytes, id } => write!(
                 f,
                 "connection cut inside an event ({bytes} bytes held, event id {}); strict policy refuses to resume",
                 show_opt(id)
             ),
-            Torn::IncompleteMessage { id, bytes } => {
+            RefusalKind::IncompleteMessage { id, bytes } => {
                 write!(
                     f,
                     "event {} carries an incomplete JSON message ({bytes} bytes)",
                     show_opt(id)
                 )
             }
-            Torn::TrailingBytes { id, bytes } => write!(
+            RefusalKind::TrailingBytes { id, bytes } => write!(
                 f,
                 "event {} carries one JSON value followed by more bytes ({bytes} bytes): a resumed stream appended onto a partial event",
                 show_opt(id)
             ),
-            Torn::InvalidMessage { id, bytes } => {
+            RefusalKind::InvalidMessage { id, bytes } => {
                 write!(
                     f,
                     "event {} carries invalid JSON ({bytes} bytes)",
                     show_opt(id)
                 )
             }
-            Torn::StreamRestarted { got, why } => {
+            RefusalKind::StreamRestarted { got, why } => {
                 write!(
                     f,
                     "the server restarted the stream instead of resuming it: event {} {why}",
                     show_opt(got)
                 )
             }
-            Torn::DuplicateResponse { rpc_id, event_id } => write!(
+            RefusalKind::DuplicateResponse { rpc_id, event_id } => write!(
                 f,
                 "a second, different response to request {rpc_id} arrived in event {}",
                 show_opt(event_id)
             ),
-            Torn::Gap { expected, got } => write!(
+            RefusalKind::Gap { expected, got } => write!(
                 f,
                 "the replay does not continue the stream: expected event {}, got {}",
                 show(expected),
                 show_opt(got)
             ),
-            Torn::SessionExpired => write!(f, "the session is gone (404 on reconnect)"),
-            Torn::ReplayUnavailable {
+            RefusalKind::SessionExpired => write!(f, "the session is gone (404 on reconnect)"),
+            RefusalKind::ReplayUnavailable {
                 status,
                 retry_after,
             } => {
@@ -525,7 +532,7 @@ impl fmt::Display for Torn {
                 }
                 Ok(())
             }
-            Torn::Busy {
+            RefusalKind::Busy {
                 status,
                 retry_after,
             } => {
@@ -535,25 +542,25 @@ impl fmt::Display for Torn {
                 }
                 Ok(())
             }
-            Torn::ReplayMissed { waited: None } => {
+            RefusalKind::ReplayMissed { waited: None } => {
                 write!(
                     f,
                     "the resumed connection ended without an event while a response was outstanding"
                 )
             }
-            Torn::ReplayMissed { waited: Some(d) } => write!(
+            RefusalKind::ReplayMissed { waited: Some(d) } => write!(
                 f,
                 "no event arrived within {} ms of resuming while a response was outstanding",
                 d.as_millis()
             ),
-            Torn::Unresumable {
+            RefusalKind::Unresumable {
                 partial_bytes,
                 partial_id: None,
             } => write!(
                 f,
                 "the stream was cut with a response outstanding ({partial_bytes} bytes of a partial event lost) and it carries no event ids to resume from"
             ),
-            Torn::Unresumable {
+            RefusalKind::Unresumable {
                 partial_bytes,
                 partial_id: Some(id),
             } => write!(
@@ -561,7 +568,7 @@ impl fmt::Display for Torn {
                 "the stream was cut inside its first event {} ({partial_bytes} bytes lost) before any event was complete, so there is no Last-Event-ID to resume from",
                 show(id)
             ),
-            Torn::UnexpectedResponse {
+            RefusalKind::UnexpectedResponse {
                 status,
                 content_type,
             } => write!(
@@ -569,14 +576,14 @@ impl fmt::Display for Torn {
                 "the reconnect answered {status} with content type {}",
                 content_type.as_deref().unwrap_or("(none)")
             ),
-            Torn::DecodeLimit { error } => {
+            RefusalKind::DecodeLimit { error } => {
                 write!(f, "an event was dropped by the decoder: {error}")
             }
         }
     }
 }
 
-impl fmt::Display for TornBoundary {
+impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}; cursor {}", self.kind, show_opt(&self.cursor))?;
         if !self.outstanding.is_empty() {
@@ -596,7 +603,7 @@ impl fmt::Display for TornBoundary {
     }
 }
 
-impl std::error::Error for TornBoundary {}
+impl std::error::Error for Refusal {}
 
 #[derive(Clone, Debug)]
 enum Phase {
@@ -610,7 +617,7 @@ enum Phase {
         partial_id: Option<Bytes>,
     },
     /// The guard refused; it keeps refusing with the same error.
-    Failed(Box<TornBoundary>),
+    Failed(Box<Refusal>),
 }
 
 /// The current connection.
@@ -743,7 +750,7 @@ impl Guard {
     }
 
     /// The refusal the guard is stuck on, if any.
-    pub fn failure(&self) -> Option<&TornBoundary> {
+    pub fn failure(&self) -> Option<&Refusal> {
         match &self.phase {
             Phase::Failed(e) => Some(e),
             _ => None,
@@ -782,8 +789,8 @@ impl Guard {
     }
 
     #[cold]
-    fn boundary(&self, kind: Torn) -> TornBoundary {
-        TornBoundary {
+    fn boundary(&self, kind: RefusalKind) -> Refusal {
+        Refusal {
             kind,
             cursor: self.cursor.clone(),
             outstanding: self.outstanding(),
@@ -791,13 +798,13 @@ impl Guard {
     }
 
     #[cold]
-    fn refuse(&mut self, kind: Torn) -> TornBoundary {
+    fn refuse(&mut self, kind: RefusalKind) -> Refusal {
         let err = self.boundary(kind);
         self.phase = Phase::Failed(Box::new(err.clone()));
         err
     }
 
-    fn check_failed(&self) -> Result<(), TornBoundary> {
+    fn check_failed(&self) -> Result<(), Refusal> {
         match &self.phase {
             Phase::Failed(e) => Err((**e).clone()),
             _ => Ok(()),
@@ -812,7 +819,7 @@ impl Guard {
     }
 
     /// Gates `event`'s data itself and decides. See [`Guard::on_event_with_verdict`].
-    pub fn on_event(&mut self, event: Event) -> Result<Decision, TornBoundary> {
+    pub fn on_event(&mut self, event: Event) -> Result<Decision, Refusal> {
         // Empty data is `Incomplete` (and not looked at): only non-empty data can be a message.
         let (verdict, hash) = gate_and_hash(&mut self.gate, &event.data);
         let rpc = gated_peek(&self.gate, &event.data);
@@ -824,7 +831,7 @@ impl Guard {
         &mut self,
         event: Event,
         verdict: Verdict,
-    ) -> Result<Decision, TornBoundary> {
+    ) -> Result<Decision, Refusal> {
         let hash = content_hash(&event.data);
         self.decide(event, verdict, hash, None)
     }
@@ -839,7 +846,7 @@ impl Guard {
         verdict: Verdict,
         hash: u64,
         rpc: Option<RpcPeek>,
-    ) -> Result<Decision, TornBoundary> {
+    ) -> Result<Decision, Refusal> {
         self.check_failed()?;
         self.stats.events += 1;
         // The id's window key: the last seen id, and the key of the event's own id when it has one.
@@ -853,7 +860,7 @@ impl Guard {
             (event.has_own_id && !event.id.is_empty()).then(|| std::mem::take(&mut event.id));
         if event.event.as_deref() == Some(b"error".as_slice()) {
             if self.conn.resumed && self.conn.events == 0 {
-                return Err(self.refuse(Torn::ReplayUnavailable {
+                return Err(self.refuse(RefusalKind::ReplayUnavailable {
                     status: None,
                     retry_after: self.conn.retry_after,
                 }));
@@ -891,25 +898,25 @@ impl Guard {
     }
 
     /// An id already remembered: an exact replay, or a restart.
-    fn replayed(&mut self, id: &Bytes, seen: u64, hash: u64) -> Result<Decision, TornBoundary> {
+    fn replayed(&mut self, id: &Bytes, seen: u64, hash: u64) -> Result<Decision, Refusal> {
         if seen == hash {
             self.stats.skipped += 1;
             return Ok(Decision::Skip(Skip::ExactReplay { id: id.clone() }));
         }
-        Err(self.refuse(Torn::StreamRestarted {
+        Err(self.refuse(RefusalKind::StreamRestarted {
             got: Some(id.clone()),
             why: Restart::IdReused,
         }))
     }
 
     /// With [`GuardConfig::contiguous_ids`], a new id after a resume must be `cursor + 1`.
-    fn check_contiguous(&mut self, id: &Bytes) -> Result<(), TornBoundary> {
+    fn check_contiguous(&mut self, id: &Bytes) -> Result<(), Refusal> {
         if !self.config.contiguous_ids {
             return Ok(());
         }
         let expected = self.cursor.as_deref().and_then(|c| not_next(c, id));
         match expected {
-            Some(expected) => Err(self.refuse(Torn::Gap {
+            Some(expected) => Err(self.refuse(RefusalKind::Gap {
                 expected: expected.to_vec().into_boxed_slice(),
                 got: Some(id.clone()),
             })),
@@ -925,7 +932,7 @@ impl Guard {
         key: Option<u64>,
         hash: u64,
         rpc: Option<RpcPeek>,
-    ) -> Result<Decision, TornBoundary> {
+    ) -> Result<Decision, Refusal> {
         self.conn.events += 1;
         if let (Some(id), Some(key)) = (&own_id, key)
             && let Some(seen) = self.recent.get(key)
@@ -940,7 +947,7 @@ impl Guard {
         if let Some(id) = &own_id
             && let Some(why) = self.shape.observe(id, self.ever_resumed)
         {
-            return Err(self.refuse(Torn::StreamRestarted {
+            return Err(self.refuse(RefusalKind::StreamRestarted {
                 got: own_id.clone(),
                 why,
             }));
@@ -949,10 +956,14 @@ impl Guard {
         match verdict {
             Verdict::Complete => {}
             Verdict::Incomplete => {
-                return Err(self.refuse(Torn::IncompleteMessage { id: own_id, bytes }));
+                return Err(self.refuse(RefusalKind::IncompleteMessage { id: own_id, bytes }));
             }
-            Verdict::Trailing => return Err(self.refuse(Torn::TrailingBytes { id: own_id, bytes })),
-            Verdict::Invalid => return Err(self.refuse(Torn::InvalidMessage { id: own_id, bytes })),
+            Verdict::Trailing => {
+                return Err(self.refuse(RefusalKind::TrailingBytes { id: own_id, bytes }));
+            }
+            Verdict::Invalid => {
+                return Err(self.refuse(RefusalKind::InvalidMessage { id: own_id, bytes }));
+            }
         }
         let message = Message::new(event.data);
         let rpc = rpc.unwrap_or_else(|| message.jsonrpc_peek());
@@ -966,7 +977,7 @@ impl Guard {
                     }));
                 }
                 Response::Different => {
-                    return Err(self.refuse(Torn::DuplicateResponse {
+                    return Err(self.refuse(RefusalKind::DuplicateResponse {
                         rpc_id: rpc_id.clone(),
                         event_id: own_id,
                     }));
@@ -1000,18 +1011,18 @@ impl Guard {
         partial_id: Option<Bytes>,
         got: Option<&Bytes>,
         hash: u64,
-    ) -> Result<(), TornBoundary> {
+    ) -> Result<(), Refusal> {
         if partial_id.is_some() && partial_id.as_ref() == got {
             return Ok(());
         }
         if self.recent.has_message(hash) {
-            return Err(self.refuse(Torn::StreamRestarted {
+            return Err(self.refuse(RefusalKind::StreamRestarted {
                 got: got.cloned(),
                 why: Restart::MessageRepeated,
             }));
         }
         if let Some(expected) = partial_id {
-            return Err(self.refuse(Torn::Gap {
+            return Err(self.refuse(RefusalKind::Gap {
                 expected: expected.to_vec().into_boxed_slice(),
                 got: got.cloned(),
             }));
@@ -1023,7 +1034,7 @@ impl Guard {
     }
 
     /// The connection ended (cleanly or cut). Returns where and when to reconnect, or a refusal.
-    pub fn on_disconnect(&mut self, end: ConnectionEnd) -> Result<Resume, TornBoundary> {
+    pub fn on_disconnect(&mut self, end: ConnectionEnd) -> Result<Resume, Refusal> {
         self.check_failed()?;
         if let Some(ms) = end.retry {
             self.retry = Some(Duration::from_millis(ms));
@@ -1031,7 +1042,7 @@ impl Guard {
         let partial = end.partial.filter(|p| p.bytes > 0);
         let needed = self.needed();
         if self.conn.resumed && self.conn.events == 0 && partial.is_none() && needed {
-            return Err(self.refuse(Torn::ReplayMissed { waited: None }));
+            return Err(self.refuse(RefusalKind::ReplayMissed { waited: None }));
         }
         let mut partial_id = None;
         match &self.phase {
@@ -1045,7 +1056,7 @@ impl Guard {
         }
         if let Some(p) = &partial {
             if self.config.policy == Policy::Strict {
-                return Err(self.refuse(Torn::PartialEvent {
+                return Err(self.refuse(RefusalKind::PartialEvent {
                     bytes: p.bytes,
                     id: p.id.clone(),
                 }));
@@ -1065,7 +1076,7 @@ impl Guard {
         if self.cursor.is_none() && needed {
             let partial_bytes = partial.as_ref().map_or(0, |p| p.bytes);
             let partial_id = partial.and_then(|p| p.id);
-            return Err(self.refuse(Torn::Unresumable {
+            return Err(self.refuse(RefusalKind::Unresumable {
                 partial_bytes,
                 partial_id,
             }));
@@ -1086,7 +1097,7 @@ impl Guard {
     }
 
     /// The reconnect was answered: checks the status and content type before any event is read.
-    pub fn on_reconnect(&mut self, response: &ReconnectResponse) -> Result<(), TornBoundary> {
+    pub fn on_reconnect(&mut self, response: &ReconnectResponse) -> Result<(), Refusal> {
         self.check_failed()?;
         if let Some(d) = response.retry_after {
             self.retry = Some(d);
@@ -1103,23 +1114,23 @@ impl Guard {
                 if is_sse {
                     Ok(())
                 } else {
-                    Err(self.refuse(Torn::UnexpectedResponse {
+                    Err(self.refuse(RefusalKind::UnexpectedResponse {
                         status: 200,
                         content_type: response.content_type.clone(),
                     }))
                 }
             }
-            404 => Err(self.refuse(Torn::SessionExpired)),
-            409 | 410 => Err(self.refuse(Torn::ReplayUnavailable {
+            404 => Err(self.refuse(RefusalKind::SessionExpired)),
+            409 | 410 => Err(self.refuse(RefusalKind::ReplayUnavailable {
                 status: Some(response.status),
                 retry_after,
             })),
             // Transient: the same resume may be tried again, so the guard does not fail.
-            429 | 503 => Err(self.boundary(Torn::Busy {
+            429 | 503 => Err(self.boundary(RefusalKind::Busy {
                 status: response.status,
                 retry_after,
             })),
-            status => Err(self.refuse(Torn::UnexpectedResponse {
+            status => Err(self.refuse(RefusalKind::UnexpectedResponse {
                 status,
                 content_type: response.content_type.clone(),
             })),
@@ -1129,22 +1140,22 @@ impl Guard {
     /// The resumed connection has brought no event for `waited` (at least the replay timeout).
     /// Refuses when a response this stream must deliver is outstanding; a connection that brought
     /// any event (a priming event included) is not waiting for its replay any more.
-    pub fn on_replay_timeout(&mut self, waited: Duration) -> Result<(), TornBoundary> {
+    pub fn on_replay_timeout(&mut self, waited: Duration) -> Result<(), Refusal> {
         self.check_failed()?;
         if self.is_resuming() && self.needed() {
-            return Err(self.refuse(Torn::ReplayMissed {
+            return Err(self.refuse(RefusalKind::ReplayMissed {
                 waited: Some(waited),
             }));
         }
         Ok(())
     }
 
-    /// The decoder dropped an event over a limit ([`Torn::DecodeLimit`]): reports the loss without
+    /// The decoder dropped an event over a limit ([`RefusalKind::DecodeLimit`]): reports the loss without
     /// failing the guard. The decoder has resynchronised at the next blank line and the guard
     /// goes on with the next event; the cursor stays where it was (at a disconnect it moves to the
     /// dropped event's id if the decoder committed it, so a resume does not fetch it again).
     /// After a resume, the dropped event is taken to be the replay of the interrupted one.
-    pub fn on_decode_error(&mut self, error: &DecodeError) -> TornBoundary {
+    pub fn on_decode_error(&mut self, error: &DecodeError) -> Refusal {
         if let Err(e) = self.check_failed() {
             return e;
         }
@@ -1152,7 +1163,7 @@ impl Guard {
         if let Phase::Verifying { partial_id } = &mut self.phase {
             *partial_id = None;
         }
-        self.boundary(Torn::DecodeLimit {
+        self.boundary(RefusalKind::DecodeLimit {
             error: error.clone(),
         })
     }

@@ -95,7 +95,7 @@
 //! - [`message`]: a complete JSON-RPC message: a cheap peek at its kind, id and method, and a
 //!   `simd-json` parse on demand.
 //! - [`guard`]: the resumption guard: every decision about one stream's events and reconnects,
-//!   each refusal a typed [`guard::TornBoundary`].
+//!   each refusal a typed [`guard::Refusal`].
 //! - [`resume`]: decoder, gate and guard wired for one stream, with every timing rule, and no IO
 //!   and no clock. Its documentation holds the guard's decision table.
 //! - [`replay`]: the server side: a replay store that answers a miss explicitly, in memory

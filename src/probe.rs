@@ -36,7 +36,7 @@ use tokio::time::Instant;
 
 use crate::client::{Client, ClientConfig, ClientError};
 use crate::guard::{
-    ConnectionEnd, Decision, Guard, ReconnectResponse, Restart, Skip, Torn, TornBoundary,
+    ConnectionEnd, Decision, Guard, ReconnectResponse, Refusal, RefusalKind, Restart, Skip,
 };
 use crate::message::{RpcId, RpcKind};
 use crate::sse::{self, DecodeError, Decoder, Event};
@@ -349,7 +349,7 @@ pub enum ProbeError {
     },
     /// The guard refused the baseline call's stream itself (a message that is not one complete
     /// JSON value, ...): there is nothing sound to cut.
-    Refused(TornBoundary),
+    Refused(Refusal),
 }
 
 impl fmt::Display for ProbeError {
@@ -667,7 +667,7 @@ struct Watch {
     request: RpcId,
     phase: Phase,
     conn: Tally,
-    refusal: Option<(Phase, TornBoundary)>,
+    refusal: Option<(Phase, Refusal)>,
     answered: bool,
     resumed: Resumed,
     /// Said first in the round's evidence (the call's stream ended before the cut point).
@@ -697,7 +697,7 @@ impl Watch {
         self.refusal.is_some() || (answer && (self.answered || self.conn.dropped.is_some()))
     }
 
-    fn refuse(&mut self, e: TornBoundary) {
+    fn refuse(&mut self, e: Refusal) {
         self.refusal.get_or_insert((self.phase, e));
     }
 
@@ -936,21 +936,25 @@ impl Resumed {
 }
 
 /// The behaviour a guard refusal shows.
-fn refused(kind: &Torn) -> Behaviour {
+fn refused(kind: &RefusalKind) -> Behaviour {
     match kind {
-        Torn::SessionExpired => Behaviour::Gone,
-        Torn::ReplayUnavailable { .. } | Torn::UnexpectedResponse { .. } => Behaviour::Conflict,
-        Torn::Busy { .. } => Behaviour::Busy,
-        Torn::ReplayMissed { waited: None } => Behaviour::Empty,
-        Torn::ReplayMissed { waited: Some(_) } => Behaviour::HeldOpen,
-        Torn::Unresumable { .. } => Behaviour::NoIds,
-        Torn::StreamRestarted {
+        RefusalKind::SessionExpired => Behaviour::Gone,
+        RefusalKind::ReplayUnavailable { .. } | RefusalKind::UnexpectedResponse { .. } => {
+            Behaviour::Conflict
+        }
+        RefusalKind::Busy { .. } => Behaviour::Busy,
+        RefusalKind::ReplayMissed { waited: None } => Behaviour::Empty,
+        RefusalKind::ReplayMissed { waited: Some(_) } => Behaviour::HeldOpen,
+        RefusalKind::Unresumable { .. } => Behaviour::NoIds,
+        RefusalKind::StreamRestarted {
             why: Restart::IdReused | Restart::MessageRepeated,
             ..
         } => Behaviour::Restarted,
-        Torn::StreamRestarted { .. } | Torn::DuplicateResponse { .. } => Behaviour::OtherStream,
-        Torn::Gap { .. } => Behaviour::Reordered,
-        Torn::DecodeLimit { .. } => Behaviour::OverLimit,
+        RefusalKind::StreamRestarted { .. } | RefusalKind::DuplicateResponse { .. } => {
+            Behaviour::OtherStream
+        }
+        RefusalKind::Gap { .. } => Behaviour::Reordered,
+        RefusalKind::DecodeLimit { .. } => Behaviour::OverLimit,
         _ => Behaviour::Corrupt,
     }
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use ssegate::check::{Connection, Step, check_guard};
 use ssegate::guard::{
-    ConnectionEnd, Decision, Guard, GuardConfig, Policy, ReconnectResponse, Registry, Restart,
-    Skip, Torn, TornBoundary,
+    ConnectionEnd, Decision, Guard, GuardConfig, Policy, ReconnectResponse, Refusal, RefusalKind,
+    Registry, Restart, Skip,
 };
 use ssegate::message::RpcId;
 use ssegate::resume::{self, Answer, Output};
@@ -113,11 +113,11 @@ fn id(b: &Option<Bytes>) -> String {
         .map_or("-".into(), |b| String::from_utf8_lossy(b).into_owned())
 }
 
-fn kind(e: &TornBoundary) -> String {
+fn kind(e: &Refusal) -> String {
     let dbg = format!("{:?}", e.kind);
     let name = dbg.split([' ', '{', '(']).next().unwrap_or("");
     match &e.kind {
-        Torn::StreamRestarted { why, .. } => format!("err {name} {why:?}"),
+        RefusalKind::StreamRestarted { why, .. } => format!("err {name} {why:?}"),
         _ => format!("err {name}"),
     }
 }
@@ -419,7 +419,7 @@ fn reconnect_busy_is_transient_and_does_not_poison_the_guard() {
     for status in [429, 503] {
         let r = ReconnectResponse::new(status, Some(Duration::from_secs(2)), None);
         let err = guard.on_reconnect(&r).unwrap_err();
-        assert!(matches!(err.kind, Torn::Busy { .. }));
+        assert!(matches!(err.kind, RefusalKind::Busy { .. }));
         assert!(!err.must_renegotiate());
         assert_eq!(guard.server_retry(), Some(Duration::from_secs(2)));
         assert!(guard.failure().is_none());
@@ -462,7 +462,10 @@ fn reconnect_with_no_event_within_the_timeout_is_replay_missed() {
     let err = guard
         .on_replay_timeout(Duration::from_secs(10))
         .unwrap_err();
-    assert!(matches!(err.kind, Torn::ReplayMissed { waited: Some(_) }));
+    assert!(matches!(
+        err.kind,
+        RefusalKind::ReplayMissed { waited: Some(_) }
+    ));
     assert!(err.to_string().contains("10000 ms"), "{err}");
 
     // A resumed connection that brought a priming event is live (a long tool call): no refusal.
@@ -818,7 +821,7 @@ fn a_response_on_another_stream_of_the_session_ends_the_cut_streams_need_to_resu
     let e = post
         .on_event(post_dec.next_event().unwrap().unwrap())
         .unwrap_err();
-    assert!(matches!(e.kind, Torn::DuplicateResponse { .. }));
+    assert!(matches!(e.kind, RefusalKind::DuplicateResponse { .. }));
 }
 
 #[test]
@@ -901,7 +904,7 @@ fn a_decode_limit_is_typed_reported_and_not_stuck() {
     dec.feed(Bytes::from(ev("2", &big)));
     let err = dec.next_event().unwrap().unwrap_err();
     let refusal = guard.on_decode_error(&err);
-    assert!(matches!(&refusal.kind, Torn::DecodeLimit { error } if *error == err));
+    assert!(matches!(&refusal.kind, RefusalKind::DecodeLimit { error } if *error == err));
     assert!(!refusal.must_renegotiate());
     assert_eq!(refusal.outstanding, [RpcId::Number(1)]);
     assert!(!refusal.to_string().contains("renegotiate"), "{refusal}");
@@ -1129,7 +1132,7 @@ fn refusals_say_what_to_do_and_carry_the_numbers() {
     guard.reset();
     assert!(guard.failure().is_none() && guard.cursor().is_none());
     assert_eq!(guard.outstanding(), [RpcId::Number(1)]);
-    let restarted = Torn::StreamRestarted {
+    let restarted = RefusalKind::StreamRestarted {
         got: Some(Bytes::from_static(b"7")),
         why: Restart::Backwards,
     };

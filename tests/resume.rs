@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use ssegate::guard::Torn;
+use ssegate::guard::RefusalKind;
 use ssegate::message::RpcId;
 use ssegate::resume::{
     Answer, EndCause, Failure, Output, Reconnect, ReconnectResponse, ResumableStream, StreamConfig,
@@ -136,7 +136,7 @@ fn the_replay_deadline_runs_while_no_bytes_arrive_not_while_bytes_arrive() {
     let f = failure(drain(&mut s)).expect("held open with nothing: refused");
     assert!(matches!(
         f.refusal().map(|e| &e.kind),
-        Some(Torn::ReplayMissed { waited: Some(_) })
+        Some(RefusalKind::ReplayMissed { waited: Some(_) })
     ));
 }
 
@@ -292,7 +292,7 @@ fn busy_answers_wait_the_servers_retry_after_and_are_bounded() {
     let _ = s.reconnect_response(&busy, now);
     let f = failure(drain(&mut s)).expect("busy too often");
     assert!(
-        matches!(&f, Failure::ReconnectFailed { last: Some(e), .. } if matches!(e.kind, Torn::Busy { status: 503, .. })),
+        matches!(&f, Failure::ReconnectFailed { last: Some(e), .. } if matches!(e.kind, RefusalKind::Busy { status: 503, .. })),
         "{f}"
     );
 }
@@ -422,7 +422,7 @@ fn a_refused_reconnect_fails_the_stream_at_the_next_poll() {
     let f = failure(drain(&mut s)).expect("409 refuses");
     assert!(matches!(
         f.refusal().map(|e| &e.kind),
-        Some(Torn::ReplayUnavailable { status: Some(409), retry_after: Some(d) }) if *d == Duration::from_secs(3)
+        Some(RefusalKind::ReplayUnavailable { status: Some(409), retry_after: Some(d) }) if *d == Duration::from_secs(3)
     ));
     assert!(s.is_done() && s.poll().is_none());
 }
@@ -494,7 +494,7 @@ fn the_replay_timeout_keeps_the_guards_settings() {
     assert!(
         matches!(
             f.refusal().map(|e| &e.kind),
-            Some(Torn::PartialEvent { .. })
+            Some(RefusalKind::PartialEvent { .. })
         ),
         "{f}"
     );
@@ -510,7 +510,7 @@ fn the_replay_timeout_keeps_the_guards_settings() {
     assert!(
         matches!(
             f.refusal().map(|e| &e.kind),
-            Some(Torn::InvalidMessage { .. })
+            Some(RefusalKind::InvalidMessage { .. })
         ),
         "{f}"
     );

@@ -141,7 +141,10 @@ async fn an_event_dropped_over_a_limit_while_the_response_is_outstanding_ends_th
         .expect("the stream must fail, not read forever");
     match first {
         Some(Err(Failure::Refused(e))) => {
-            assert!(matches!(e.kind, guard::Torn::DecodeLimit { .. }), "{e}");
+            assert!(
+                matches!(e.kind, guard::RefusalKind::DecodeLimit { .. }),
+                "{e}"
+            );
             assert_eq!(e.outstanding, [RpcId::Number(1)]);
             assert!(e.to_string().contains("1048576"), "{e}");
         }

@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use bytes::Bytes;
 
 use ssegate::guard::{
-    ConnectionEnd, Decision, Guard, GuardConfig, Policy, ReconnectResponse, Registry, Torn,
+    ConnectionEnd, Decision, Guard, GuardConfig, Policy, ReconnectResponse, RefusalKind, Registry,
 };
 use ssegate::message::RpcId;
 use ssegate::sse::Decoder;
@@ -598,7 +598,7 @@ pub struct Outcome {
     /// Messages delivered on the session's `GET` stream.
     pub delivered_elsewhere: Vec<Bytes>,
     /// The refusal, if the guard refused.
-    pub refused: Option<Torn>,
+    pub refused: Option<RefusalKind>,
     /// The exchange finished: no response outstanding at a connection end.
     pub finished: bool,
     /// The first cut came after at least one whole event.
@@ -619,7 +619,7 @@ fn feed(
     body: &[u8],
     chunk: usize,
     out: &mut Vec<Bytes>,
-) -> Result<(), Torn> {
+) -> Result<(), RefusalKind> {
     let body = Bytes::copy_from_slice(body);
     let mut at = 0;
     while at < body.len() {
@@ -851,7 +851,7 @@ pub fn check(s: &Scenario) -> Result<(), String> {
         }
         match (&out.refused, s.strict) {
             (None, _) => {}
-            (Some(Torn::PartialEvent { .. }), true) if out.mid_event_cut => return Ok(()),
+            (Some(RefusalKind::PartialEvent { .. }), true) if out.mid_event_cut => return Ok(()),
             (Some(_), _) => return fail("a correct server was refused"),
         }
         if !out.finished {
@@ -863,17 +863,22 @@ pub fn check(s: &Scenario) -> Result<(), String> {
         return Ok(());
     }
     let silent = matches!(s.behaviour, Behaviour::EmptyBody | Behaviour::HeldOpen);
-    if resumed_for_response && silent && !matches!(out.refused, Some(Torn::ReplayMissed { .. })) {
+    if resumed_for_response
+        && silent
+        && !matches!(out.refused, Some(RefusalKind::ReplayMissed { .. }))
+    {
         return fail("an empty or silent resume was not refused");
     }
     let reused = s.behaviour == Behaviour::ReuseId;
-    if resumed_for_response && reused && !matches!(out.refused, Some(Torn::StreamRestarted { .. }))
+    if resumed_for_response
+        && reused
+        && !matches!(out.refused, Some(RefusalKind::StreamRestarted { .. }))
     {
         return fail("an id reused with other content was not refused");
     }
     if resumed_for_response
         && s.behaviour == Behaviour::SecondResponse
-        && !matches!(out.refused, Some(Torn::DuplicateResponse { .. }))
+        && !matches!(out.refused, Some(RefusalKind::DuplicateResponse { .. }))
     {
         return fail("a second, different response was not refused");
     }

@@ -75,7 +75,7 @@ use serde_json::{Value, json};
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::gate::Verdict;
-use crate::guard::{self, Torn, TornBoundary};
+use crate::guard::{self, Refusal, RefusalKind};
 use crate::message::{Message, RpcId, RpcKind};
 use crate::resume::stream::GuardedStream;
 use crate::resume::{self, Failure, Reconnect, ReconnectResponse, ResumableStream};
@@ -657,7 +657,7 @@ impl std::error::Error for ClientError {
 
 impl ClientError {
     /// The guard's refusal behind this error, if any.
-    pub fn refusal(&self) -> Option<&TornBoundary> {
+    pub fn refusal(&self) -> Option<&Refusal> {
         match self {
             ClientError::Refused { failure, .. } | ClientError::OutcomeUnknown { failure, .. } => {
                 failure.refusal()
@@ -1181,8 +1181,8 @@ impl Client {
                     Err(ClientError::Http { source, during }) if !source.is_connect() => {
                         warn!(error = %source, "the request's response was cut before its head");
                         return Err(Attempt::Lost(
-                            Failure::Refused(TornBoundary {
-                                kind: Torn::Unresumable {
+                            Failure::Refused(Refusal {
+                                kind: RefusalKind::Unresumable {
                                     partial_bytes: 0,
                                     partial_id: None,
                                 },
@@ -1210,8 +1210,8 @@ impl Client {
                 if res.status() == reqwest::StatusCode::NOT_FOUND && session.id.is_some() {
                     // The session expired before the request was taken: nothing ran, so the
                     // call may always be issued again on a new session.
-                    return Err(Attempt::NotTaken(Failure::Refused(TornBoundary {
-                        kind: Torn::SessionExpired,
+                    return Err(Attempt::NotTaken(Failure::Refused(Refusal {
+                        kind: RefusalKind::SessionExpired,
                         cursor: None,
                         outstanding: vec![rpc_id.clone()],
                     })));
@@ -1418,8 +1418,8 @@ impl Client {
         let mut chunks = res.bytes_stream();
         let lost = |partial_bytes: usize, transport: Option<Box<ClientError>>| {
             Attempt::Lost(
-                Failure::Refused(TornBoundary {
-                    kind: Torn::Unresumable {
+                Failure::Refused(Refusal {
+                    kind: RefusalKind::Unresumable {
                         partial_bytes: partial_bytes as u64,
                         partial_id: None,
                     },

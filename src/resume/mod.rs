@@ -60,15 +60,15 @@
 //! guard refuses a resumed stream only on evidence:
 //!
 //! - the interrupted event's id was known and the first message after the resume carries another
-//!   id ([`Torn::Gap`]);
+//!   id ([`RefusalKind::Gap`]);
 //! - an id already delivered comes back with other content, a message already delivered comes back
 //!   under a new id as the first message after a resume, or the ids of a stream that has shown one
 //!   numbered shape consistently go backwards or name another stream after a resume
-//!   ([`Torn::StreamRestarted`] with its [`Restart`](crate::guard::Restart) reason);
+//!   ([`RefusalKind::StreamRestarted`] with its [`Restart`](crate::guard::Restart) reason);
 //! - a second, different response to an answered request anywhere in the session
-//!   ([`Torn::DuplicateResponse`]);
+//!   ([`RefusalKind::DuplicateResponse`]);
 //! - a resumed connection that brings no event at all (ends, or stays silent for the replay
-//!   timeout) while a response is outstanding ([`Torn::ReplayMissed`]).
+//!   timeout) while a response is outstanding ([`RefusalKind::ReplayMissed`]).
 //!
 //! Event ids are opaque: they are compared for equality (as seeded hashes) and ordered only once a
 //! stream's ids have shown one numbered shape (`17`, `17/<stream>`, `<stream>-17`, `<ms>-<seq>`) at
@@ -123,7 +123,7 @@
 //! ## `event: error`
 //!
 //! An `event: error` frame is the server's refusal to resume only as the answer to a resume: the
-//! first event of a resumed connection ([`Torn::ReplayUnavailable`], with the reconnect response's
+//! first event of a resumed connection ([`RefusalKind::ReplayUnavailable`], with the reconnect response's
 //! `Retry-After`, if any). Elsewhere it is not JSON-RPC by its type alone: one whose data is a
 //! complete JSON value is judged like any other event (and delivered with its event type), any
 //! other is skipped ([`Skip::ErrorFrame`]). Its data is never searched for a delay.
@@ -137,7 +137,7 @@ use bytes::Bytes;
 
 use crate::gate::{Gate, Verdict};
 use crate::guard::{
-    self, ConnectionEnd, Decision, Delivery, Guard, Resume, Skip, Torn, TornBoundary,
+    self, ConnectionEnd, Decision, Delivery, Guard, Refusal, RefusalKind, Resume, Skip,
 };
 use crate::message::RpcId;
 use crate::sse::{self, Decoder};
@@ -237,7 +237,7 @@ impl StreamConfig {
     }
 
     /// How long a resumed connection may bring no byte while a response it owes is outstanding,
-    /// before the stream refuses it ([`Torn::ReplayMissed`]); runs from the last byte received,
+    /// before the stream refuses it ([`RefusalKind::ReplayMissed`]); runs from the last byte received,
     /// not from the reconnect (default 10 s).
     pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.replay_timeout = timeout;
@@ -407,8 +407,8 @@ pub struct Reconnect {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Failure {
-    /// The guard refused (see [`Torn`] for every case).
-    Refused(TornBoundary),
+    /// The guard refused (see [`RefusalKind`] for every case).
+    Refused(Refusal),
     /// The stream was resumed [`StreamConfig::max_resumes`] times.
     TooManyResumes {
         /// Resumes made.
@@ -428,7 +428,7 @@ pub enum Failure {
         /// Attempts made.
         attempts: u32,
         /// The last `Busy` refusal, when the server answered at all.
-        last: Option<TornBoundary>,
+        last: Option<Refusal>,
         /// Requests still unanswered.
         outstanding: Vec<RpcId>,
     },
@@ -436,7 +436,7 @@ pub enum Failure {
 
 impl Failure {
     /// Whether the caller must open a new session to get the outstanding responses (always, except
-    /// for a decoder limit: see [`TornBoundary::must_renegotiate`]).
+    /// for a decoder limit: see [`Refusal::must_renegotiate`]).
     pub fn must_renegotiate(&self) -> bool {
         match self {
             Failure::Refused(e) => e.must_renegotiate(),
@@ -445,7 +445,7 @@ impl Failure {
     }
 
     /// The guard's refusal, if that is what stopped the stream.
-    pub fn refusal(&self) -> Option<&TornBoundary> {
+    pub fn refusal(&self) -> Option<&Refusal> {
         match self {
             Failure::Refused(e) => Some(e),
             Failure::ReconnectFailed { last, .. } => last.as_ref(),
@@ -506,7 +506,7 @@ pub enum Output {
     Cursor(Bytes),
     /// The decoder dropped an event over one of its limits, and the guard lets the stream go on
     /// (the message it carried is lost; the refusal says which limit).
-    Dropped(TornBoundary),
+    Dropped(Refusal),
     /// The connection is over for the stream (its end was reported, or it went idle): drop it. A
     /// reconnect follows after `delay` (the server's, clamped by [`StreamConfig::max_delay`]), via
     /// [`Output::Reconnect`].
@@ -717,7 +717,7 @@ impl ResumableStream {
                 };
                 Answer::Read
             }
-            Err(e) if matches!(e.kind, Torn::Busy { .. }) => {
+            Err(e) if matches!(e.kind, RefusalKind::Busy { .. }) => {
                 let asked = e.retry_after();
                 self.retry_later(now, asked, Some(e));
                 Answer::Drop
@@ -940,7 +940,7 @@ impl ResumableStream {
     }
 
     /// Schedules another attempt at the same resume, or fails when the attempts are used up.
-    fn retry_later(&mut self, now: Instant, asked: Option<Duration>, busy: Option<TornBoundary>) {
+    fn retry_later(&mut self, now: Instant, asked: Option<Duration>, busy: Option<Refusal>) {
         self.attempts += 1;
         if self.attempts >= self.config.max_reconnect_attempts {
             let failure = Failure::ReconnectFailed {

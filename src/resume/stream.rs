@@ -45,7 +45,7 @@ type Connecting<B, E> = Pin<Box<dyn Future<Output = Result<(ReconnectResponse, B
 /// after the stream finishes or fails (the failure is the last item).
 ///
 /// An event the decoder drops over one of its limits while a response is outstanding ends the
-/// stream at once with that refusal ([`Torn::DecodeLimit`](crate::guard::Torn::DecodeLimit)): the
+/// stream at once with that refusal ([`RefusalKind::DecodeLimit`](crate::guard::RefusalKind::DecodeLimit)): the
 /// dropped event may have been the response, and waiting for it would wait forever (a server that
 /// sends an endless data line never ends the event). With nothing outstanding the stream goes on.
 ///

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use http::{HeaderName, HeaderValue};
 use serde_json::json;
 use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Redirects};
-use ssegate::guard::{Restart, Torn};
+use ssegate::guard::{RefusalKind, Restart};
 use ssegate::resume::{self, Failure};
 use ssegate::sse;
 use ssegate_oracles::alloc::{Counting, Span};
@@ -78,7 +78,7 @@ fn tool_calls(server: &HostileServer) -> usize {
         .count()
 }
 
-fn refusal_kind(e: &ClientError) -> Option<&Torn> {
+fn refusal_kind(e: &ClientError) -> Option<&RefusalKind> {
     e.refusal().map(|r| &r.kind)
 }
 
@@ -178,7 +178,7 @@ fn a_cut_json_answer_is_a_lost_response_and_a_safe_call_is_issued_again() {
     let err = result.expect_err("never complete");
     assert!(
         matches!(&err, ClientError::Refused { attempts: 3, .. })
-            && matches!(refusal_kind(&err), Some(Torn::Unresumable { .. })),
+            && matches!(refusal_kind(&err), Some(RefusalKind::Unresumable { .. })),
         "{err}"
     );
     assert_eq!(lists, 3, "tools/list is safe to repeat: issued 3 times");
@@ -204,7 +204,7 @@ fn assert_decode_limit(err: &ClientError, limit: usize) {
         } => {
             assert_eq!(*attempts, 1, "a decoder limit is not re-issued: {err}");
             assert!(
-                matches!(&**failure, Failure::Refused(e) if matches!(e.kind, Torn::DecodeLimit { .. })),
+                matches!(&**failure, Failure::Refused(e) if matches!(e.kind, RefusalKind::DecodeLimit { .. })),
                 "{err}"
             );
             assert!(err.to_string().contains(&limit.to_string()), "{err}");
@@ -367,7 +367,7 @@ fn another_streams_events_after_a_boundary_cut_are_refused_never_returned() {
                 matches!(&err, ClientError::OutcomeUnknown { .. })
                     && matches!(
                         refusal_kind(&err),
-                        Some(Torn::StreamRestarted {
+                        Some(RefusalKind::StreamRestarted {
                             why: Restart::OtherStream,
                             ..
                         })

@@ -26,7 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use ssegate::client::{CallOptions, Client, ClientConfig, ClientError, Response, Retry};
-use ssegate::guard::Torn;
+use ssegate::guard::RefusalKind;
 use ssegate::resume::Failure;
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 
@@ -165,7 +165,7 @@ async fn raw_resume(server: SocketAddr, session: &str, version: &str, last: &str
 fn replay_missed(failure: &Failure) -> bool {
     matches!(
         failure.refusal().map(|r| &r.kind),
-        Some(Torn::ReplayMissed { .. })
+        Some(RefusalKind::ReplayMissed { .. })
     )
 }
 

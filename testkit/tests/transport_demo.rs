@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Response, Retry};
 use ssegate::gate::Verdict;
-use ssegate::guard::Torn;
+use ssegate::guard::RefusalKind;
 use ssegate_testkit::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
 use ssegate_testkit::server::{ServerConfig, ServerMode};
 
@@ -177,7 +177,7 @@ async fn non_retryable_refusal_is_a_typed_error() {
         assert_eq!(method, "tools/call big_result");
         let error = failure.refusal().expect("the guard refused");
         assert!(
-            matches!(error.kind, Torn::StreamRestarted { .. }),
+            matches!(error.kind, RefusalKind::StreamRestarted { .. }),
             "{error}"
         );
         assert!(error.must_renegotiate());
@@ -266,7 +266,7 @@ async fn expired_session_on_post_renegotiates_even_when_not_retryable() {
         assert_eq!(big.outcome.renegotiations, 1);
         assert!(matches!(
             big.outcome.refusals.as_slice(),
-            [f] if matches!(f.refusal().map(|e| &e.kind), Some(Torn::SessionExpired))
+            [f] if matches!(f.refusal().map(|e| &e.kind), Some(RefusalKind::SessionExpired))
         ));
         assert_eq!(client.sessions_opened(), opened + 1);
         let stats = server.stats();
@@ -318,7 +318,10 @@ async fn the_guards_nesting_limit_judges_json_and_sse_answers() {
                     Err(e) => {
                         assert!(sse, "{e}");
                         let refusal = e.refusal().expect("a refusal");
-                        assert!(matches!(refusal.kind, Torn::InvalidMessage { .. }), "{e}");
+                        assert!(
+                            matches!(refusal.kind, RefusalKind::InvalidMessage { .. }),
+                            "{e}"
+                        );
                     }
                     Ok(_) => {}
                 }
@@ -351,7 +354,7 @@ async fn a_damaged_json_answer_is_typed_by_its_verdict() {
                     "trailing"
                 }
                 Err(e) => match e.refusal().map(|r| &r.kind) {
-                    Some(Torn::Unresumable {
+                    Some(RefusalKind::Unresumable {
                         partial_id: None, ..
                     }) => "lost",
                     _ => panic!("{fault:?}: {e}"),
