@@ -850,14 +850,14 @@ impl Guard {
         self.check_failed()?;
         self.stats.events += 1;
         // The id's window key: the last seen id, and the key of the event's own id when it has one.
-        let key = self.recent.key(&event.id);
+        let key = self.recent.key(&event.last_event_id);
         self.last_seen_id = key;
         if let Some(ms) = event.retry {
             self.retry = Some(Duration::from_millis(ms));
         }
         // Moved out, not cloned: nothing below reads `event.id` (a refcount pair saved per event).
-        let own_id =
-            (event.has_own_id && !event.id.is_empty()).then(|| std::mem::take(&mut event.id));
+        let own_id = (event.has_own_id && !event.last_event_id.is_empty())
+            .then(|| std::mem::take(&mut event.last_event_id));
         if event.event.as_deref() == Some(b"error".as_slice()) {
             if self.conn.resumed && self.conn.events == 0 {
                 return Err(self.refuse(RefusalKind::ReplayUnavailable {

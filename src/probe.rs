@@ -729,7 +729,7 @@ impl Watch {
         let own_id = event.has_own_id;
         let conn = &mut self.conn;
         if own_id {
-            conn.ids.push(&event.id);
+            conn.ids.push(&event.last_event_id);
         }
         let priming = own_id && len == 0;
         conn.first_priming.get_or_insert(priming);

@@ -27,7 +27,7 @@ fn decode(frame: &Bytes) -> (String, Vec<u8>) {
     let ev = d.next_event().expect("one event").expect("within limits");
     assert!(d.next_event().is_none(), "exactly one event per frame");
     (
-        String::from_utf8(ev.id.to_vec()).expect("ASCII id"),
+        String::from_utf8(ev.last_event_id.to_vec()).expect("ASCII id"),
         ev.data.contiguous().to_vec(),
     )
 }

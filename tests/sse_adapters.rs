@@ -41,7 +41,7 @@ mod codec {
             assert_eq!(ev.retry, Some(10));
             let ev = items[1].as_ref().unwrap();
             assert_eq!(ev.event_type(), b"x");
-            assert_eq!(&ev.id[..], b"2");
+            assert_eq!(&ev.last_event_id[..], b"2");
             match &items[2] {
                 Err(CodecError::PartialEvent(p)) => {
                     assert_eq!(*p, PartialEvent::new(17, 5, Some("3".into())))
@@ -124,7 +124,7 @@ mod stream {
             let events: Vec<_> = futures::executor::block_on((&mut s).collect());
             assert_eq!(events.len(), 2);
             assert!(events[0].as_ref().unwrap().data.eq_bytes(b"{\"a\":1}"));
-            assert_eq!(&events[1].as_ref().unwrap().id[..], b"2");
+            assert_eq!(&events[1].as_ref().unwrap().last_event_id[..], b"2");
             assert_eq!(
                 s.partial(),
                 Some(&PartialEvent::new(17, 5, Some("3".into())))

@@ -129,7 +129,7 @@ fn run(input: &[u8], cuts: &[usize]) -> Outcome {
             let mut data = Vec::new();
             ev.data.copy_to(&mut data);
             out.events
-                .push((ev.event_type().to_vec(), data, ev.id.to_vec()));
+                .push((ev.event_type().to_vec(), data, ev.last_event_id.to_vec()));
         }
     }
     out.partial = d

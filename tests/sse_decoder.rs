@@ -44,7 +44,7 @@ fn four_mib_event_in_16k_chunks_is_not_copied() {
     assert_eq!(events.len(), 1);
     let ev = events.into_iter().next().unwrap().unwrap();
     assert_eq!(ev.data.len(), SIZE);
-    assert_eq!(&ev.id[..], b"42");
+    assert_eq!(&ev.last_event_id[..], b"42");
     assert!(ev.data.eq_bytes(&input[payload_start..payload_end]));
 
     // Every segment lies inside an input chunk: pointers, not contents.
@@ -158,7 +158,7 @@ fn data_and_events_compare_and_hash_by_bytes() {
     assert_eq!(a, b);
     assert_eq!(hash(&a), hash(&b));
     let mut built = ssegate::sse::Event::new(Data::from("some data\nmore"));
-    built.id = Bytes::from_static(b"1");
+    built.last_event_id = Bytes::from_static(b"1");
     built.event = Some(Bytes::from_static(b"e"));
     built.has_own_id = true;
     assert_eq!(built, a);
@@ -262,7 +262,7 @@ fn line_limit() {
         let after = out[2].as_ref().unwrap();
         assert_eq!(data_of(after), b"after");
         // The errored block's id is not committed.
-        assert_eq!(&after.id[..], b"1");
+        assert_eq!(&after.last_event_id[..], b"1");
         assert!(max_held <= 1000, "held {max_held}");
     }
 }
@@ -355,7 +355,7 @@ fn field_limit() {
             );
             let after = out[2].as_ref().unwrap();
             assert_eq!(data_of(after), b"after");
-            assert_eq!(&after.id[..], b"9");
+            assert_eq!(&after.last_event_id[..], b"9");
             assert_eq!(d.retry(), None, "{field}");
             assert!(max_held <= 4096, "held {max_held}");
         }
@@ -380,7 +380,7 @@ fn finish_reports_the_partial_event_and_the_decoder_serves_the_next_connection()
         b"retry: 300\nid: 1\ndata: a\n\nid: 2\ndata: {\"big\"",
     ));
     let ev = d.next_event().unwrap().unwrap();
-    assert_eq!(&ev.id[..], b"1");
+    assert_eq!(&ev.last_event_id[..], b"1");
     assert!(ev.has_own_id);
     assert_eq!(ev.retry, Some(300));
     assert!(d.next_event().is_none());
@@ -396,7 +396,7 @@ fn finish_reports_the_partial_event_and_the_decoder_serves_the_next_connection()
     d.feed(Bytes::from_static(b"\xEF\xBB\xBFdata: b\n\n"));
     let ev = d.next_event().unwrap().unwrap();
     assert_eq!(data_of(&ev), b"b");
-    assert_eq!(&ev.id[..], b"1");
+    assert_eq!(&ev.last_event_id[..], b"1");
     assert!(!ev.has_own_id);
     assert_eq!(ev.retry, None);
     assert!(d.next_event().is_none());

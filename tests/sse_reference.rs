@@ -26,11 +26,11 @@ fn decode_batched(input: &[u8], cuts: &[usize], batch: usize) -> Outcome {
             let ev = r.expect("default limits are never hit here");
             // The decoder keeps the last id as a range of the current chunk: the accessor must
             // still agree with the event just dispatched.
-            assert_eq!(d.last_event_id(), &ev.id);
+            assert_eq!(d.last_event_id(), &ev.last_event_id);
             let mut data = Vec::new();
             ev.data.copy_to(&mut data);
             assert_eq!(data.len(), ev.data.len());
-            events.push((ev.event_type().to_vec(), data, ev.id.to_vec()));
+            events.push((ev.event_type().to_vec(), data, ev.last_event_id.to_vec()));
         }
     };
     for (i, &cut) in cuts.iter().chain(std::iter::once(&input.len())).enumerate() {
@@ -157,7 +157,7 @@ fn decode_limited(config: &DecoderConfig, input: &[u8], cuts: &[usize]) -> Limit
             items.push(r.map(|ev| {
                 let mut data = Vec::new();
                 ev.data.copy_to(&mut data);
-                (ev.event_type().to_vec(), data, ev.id.to_vec())
+                (ev.event_type().to_vec(), data, ev.last_event_id.to_vec())
             }));
         }
         at = cut;

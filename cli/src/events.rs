@@ -68,7 +68,7 @@ pub(crate) fn run(args: &EventsArgs) -> ExitCode {
                         "{{\"event\":{},\"data\":{},\"id\":{}}}",
                         json_str(ev.event_type()),
                         json_str(&ev.data.contiguous()),
-                        json_str(&ev.id)
+                        json_str(&ev.last_event_id)
                     )?,
                     Err(e) => {
                         errors += 1;

@@ -81,7 +81,7 @@ impl EventStore for RedisStore {
                 .ok_or(FrameNotAnEvent)?
                 .map_err(|_| FrameNotAnEvent)?;
             let mut out = ServerSseMessage::default();
-            out.event_id = Some(String::from_utf8(event.id.to_vec())?);
+            out.event_id = Some(String::from_utf8(event.last_event_id.to_vec())?);
             out.retry = event.retry.map(Duration::from_millis);
             if !event.data.is_empty() {
                 let message: ServerJsonRpcMessage =

@@ -877,7 +877,7 @@ impl ResumableStream {
         let (verdict, hash) = self.gate_event(&event.data);
         if self.observe {
             self.last_event = Some(EventInfo {
-                id: event.has_own_id.then(|| event.id.clone()),
+                id: event.has_own_id.then(|| event.last_event_id.clone()),
                 event_type: Bytes::copy_from_slice(event.event_type()),
                 bytes: event.data.len(),
                 verdict: (!event.data.is_empty()).then_some(verdict),

@@ -608,7 +608,7 @@ impl Decoder {
         Event {
             event: self.event_type.take().map(|t| t.into_bytes(&self.cur)),
             data: self.take_data(),
-            id: self.last_id.get(&self.cur),
+            last_event_id: self.last_id.get(&self.cur),
             has_own_id: std::mem::take(&mut self.has_own_id),
             retry: self.block_retry.take(),
         }

@@ -334,8 +334,9 @@ pub struct Event {
     /// The data: `data` lines joined with LF, the final LF removed.
     pub data: Data,
     /// The last event id at dispatch (the WHATWG "last event ID"; empty when none was ever set or it
-    /// was reset by an empty `id` field). It persists across events.
-    pub id: Bytes,
+    /// was reset by an empty `id` field). It persists across events: an event without an `id` field
+    /// of its own inherits it ([`Event::own_id`] is this event's own id).
+    pub last_event_id: Bytes,
     /// Whether this event's own block carried an `id` field (as opposed to inheriting the last id).
     pub has_own_id: bool,
     /// The reconnection time from a valid `retry` field in this event's block, if there was one.
@@ -349,10 +350,15 @@ impl Event {
         Event {
             event: None,
             data: data.into(),
-            id: Bytes::new(),
+            last_event_id: Bytes::new(),
             has_own_id: false,
             retry: None,
         }
+    }
+
+    /// This event's own id: the `id` field of its block, when it had one.
+    pub fn own_id(&self) -> Option<&Bytes> {
+        self.has_own_id.then_some(&self.last_event_id)
     }
 
     /// The event type, with the WHATWG default `message` when absent.

@@ -351,7 +351,7 @@ fn check_frame(frame: &Bytes, e: &MEvent) {
     assert!(d.next_event().is_none(), "a frame is exactly one event");
     assert!(d.finish().is_none(), "a frame ends at an event boundary");
     assert_eq!(
-        ev.id,
+        ev.last_event_id,
         format!("{}-{}", e.stream, e.seq).as_bytes(),
         "frame id"
     );

@@ -217,7 +217,7 @@ fn check_event(
     }
     if let Some(l) = limits {
         assert!(ev.data.len() <= l.event, "event data over max_event");
-        assert!(ev.id.len() <= l.field, "id over max_field");
+        assert!(ev.last_event_id.len() <= l.field, "id over max_field");
         assert!(
             ev.event.as_ref().is_none_or(|t| t.len() <= l.field),
             "event type over max_field"
@@ -226,7 +226,7 @@ fn check_event(
     Item::Event {
         event_type: ev.event_type().to_vec(),
         data,
-        id: ev.id.to_vec(),
+        id: ev.last_event_id.to_vec(),
         has_own_id: ev.has_own_id,
         retry: ev.retry,
     }
