@@ -334,7 +334,7 @@ enum Stop {
 /// d.feed(Bytes::from_static(b":1}\n\n"));
 /// let ev = d.next_event().unwrap().unwrap();
 /// assert!(ev.data.eq_bytes(br#"{"a":1}"#));
-/// assert_eq!(&ev.id[..], b"7");
+/// assert_eq!(&ev.last_event_id[..], b"7");
 /// assert!(d.finish().is_none()); // the input ended at an event boundary
 /// ```
 #[derive(Debug)]
