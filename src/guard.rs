@@ -62,15 +62,21 @@ pub enum Policy {
 pub struct GuardConfig {
     policy: Policy,
     window: usize,
+    unrequested_window: usize,
     contiguous_ids: bool,
     gate: gate::GateConfig,
 }
+
+/// Default of [`GuardConfig::unrequested_window`]: as many response ids as a [`Registry`] remembers
+/// answered requests by default.
+pub const DEFAULT_UNREQUESTED_WINDOW: usize = 4096;
 
 impl Default for GuardConfig {
     fn default() -> Self {
         GuardConfig {
             policy: Policy::Verified,
             window: 4096,
+            unrequested_window: DEFAULT_UNREQUESTED_WINDOW,
             contiguous_ids: false,
             gate: gate::GateConfig::default(),
         }
@@ -89,6 +95,21 @@ impl GuardConfig {
     /// [`Registry`] remembers as many answered request ids.
     pub fn window(&mut self, ids: usize) -> &mut Self {
         self.window = ids.max(1);
+        self
+    }
+
+    /// How many ids of responses to requests that were never registered (with
+    /// [`Guard::expect_response`], in this guard's [`Registry`]) are remembered with their content
+    /// hash (default [`DEFAULT_UNREQUESTED_WINDOW`], at least 1; a few words each, whatever the id's
+    /// length), so that a second response to one of them is judged like one to an answered request:
+    /// skipped when identical ([`Skip::DuplicateResponse`]), refused when different
+    /// ([`RefusalKind::DuplicateResponse`]). The memory is this stream's (a copy on another stream of
+    /// the session is not compared) and holds only ids such responses had (notifications and the
+    /// server's own requests are not responses; `null` ids, the answers to unparseable requests, are
+    /// never compared). Beyond the limit the oldest id is forgotten first: a second response to a
+    /// forgotten id is delivered as a first one would be, never refused on missing evidence.
+    pub fn unrequested_window(&mut self, ids: usize) -> &mut Self {
+        self.unrequested_window = ids.max(1);
         self
     }
 
@@ -145,6 +166,7 @@ impl GuardConfig {
             last_seen_id: recent.key(b""),
             retry: None,
             recent,
+            unrequested: Window::new(random_seed()),
             shape: Shape::default(),
             registry,
             shared,
@@ -192,7 +214,8 @@ pub enum Skip {
         /// The replayed event id.
         id: Bytes,
     },
-    /// A second, identical response to a request that was already answered in the session.
+    /// A second, identical response to a request that was already answered in the session (or, for
+    /// a request never registered, on this stream: [`GuardConfig::unrequested_window`]).
     DuplicateResponse {
         /// The JSON-RPC request id.
         rpc_id: RpcId,
@@ -382,7 +405,9 @@ pub enum RefusalKind {
         /// Which evidence.
         why: Restart,
     },
-    /// A second, different response to an already-answered request.
+    /// A second, different response to an already-answered request (registered and answered in the
+    /// session, or never registered and answered on this stream:
+    /// [`GuardConfig::unrequested_window`]).
     DuplicateResponse {
         /// The JSON-RPC request id.
         rpc_id: RpcId,
@@ -647,6 +672,9 @@ pub struct Guard {
     last_seen_id: u64,
     retry: Option<Duration>,
     recent: Window,
+    /// Ids of responses to requests not registered in the registry, with their content hash
+    /// ([`GuardConfig::unrequested_window`]).
+    unrequested: Window,
     shape: Shape,
     registry: Registry,
     /// The registry is the session's (built with [`GuardConfig::build_in`]), not this guard's own.
@@ -968,7 +996,11 @@ impl Guard {
         let message = Message::new(event.data);
         let rpc = rpc.unwrap_or_else(|| message.jsonrpc_peek());
         if let (RpcKind::Response, Some(rpc_id)) = (rpc.kind, &rpc.id) {
-            match self.registry.answer(rpc_id, hash) {
+            let answer = match self.registry.answer(rpc_id, hash) {
+                Response::Unrequested => self.unrequested(rpc_id, hash),
+                answer => answer,
+            };
+            match answer {
                 Response::Identical => {
                     self.stats.skipped += 1;
                     self.remember(own_id, key, hash);
@@ -994,6 +1026,26 @@ impl Guard {
             event_type: event.event,
             rpc,
         }))
+    }
+
+    /// A response to a request the registry does not know: compared with an earlier response to the
+    /// same id on this stream (within [`GuardConfig::unrequested_window`]), and remembered when it is
+    /// the first. `Identical` and `Different` as for an answered request; `Unrequested` otherwise.
+    fn unrequested(&mut self, rpc_id: &RpcId, hash: u64) -> Response {
+        if *rpc_id == RpcId::Null {
+            // Error responses to unparseable requests: any number of them may differ.
+            return Response::Unrequested;
+        }
+        let key = self.unrequested.rpc_key(rpc_id);
+        match self.unrequested.get(key) {
+            Some(seen) if seen == hash => Response::Identical,
+            Some(_) => Response::Different,
+            None => {
+                self.unrequested
+                    .insert(key, hash, true, self.config.unrequested_window);
+                Response::Unrequested
+            }
+        }
     }
 
     /// Remembers a delivered (or identically re-sent) message under its own id, whose window key

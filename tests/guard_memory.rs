@@ -21,7 +21,8 @@ fn small_events(from: usize, n: usize) -> Vec<(Event, Verdict)> {
         let frame = match i % 50 {
             0 => format!("id: {i}\ndata:\n\n"),
             1 => "data:\n\n".to_string(),
-            // A response to a request nobody made: delivered, not remembered.
+            // A response to a request nobody made (each id once): delivered, and remembered in the
+            // guard's bounded window of unrequested response ids.
             2 => format!("id: {i}\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{}}}}\n\n"),
             _ => format!(
                 "id: {i}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":7,\"progress\":{i}}}}}\n\n"
@@ -55,7 +56,11 @@ fn run(guard: &mut Guard, events: Vec<(Event, Verdict)>) -> u64 {
 
 #[test]
 fn the_steady_state_guard_path_allocates_nothing_per_event() {
-    let mut guard = GuardConfig::default().window(1024).build();
+    // 200 unrequested responses in the warm-up: that window is full too.
+    let mut guard = GuardConfig::default()
+        .window(1024)
+        .unrequested_window(128)
+        .build();
     guard.expect_response(RpcId::Number(-1));
     // Warm-up: the windows fill up to their bound.
     let warm = run(&mut guard, small_events(0, 10_000));
@@ -80,7 +85,10 @@ fn a_thousand_responses_with_1_mib_ids_stay_bounded() {
     // Small windows, so that they are full after the first 40 responses: from then on, nothing
     // may grow at all.
     let session = Registry::with_window(16);
-    let mut guard = GuardConfig::default().window(16).build_in(&session);
+    let mut guard = GuardConfig::default()
+        .window(16)
+        .unrequested_window(16)
+        .build_in(&session);
     let mut decoder = Decoder::new();
     let mut growth = Vec::with_capacity(RESPONSES);
     // One frame template; each response gets its own chunk (as a transport hands them over) with

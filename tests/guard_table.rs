@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use ssegate::check::{Connection, Step, check_guard};
 use ssegate::guard::{
-    ConnectionEnd, Decision, Guard, GuardConfig, Policy, ReconnectResponse, Refusal, RefusalKind,
-    Registry, Restart, Skip,
+    ConnectionEnd, DEFAULT_UNREQUESTED_WINDOW, Decision, Guard, GuardConfig, Policy,
+    ReconnectResponse, Refusal, RefusalKind, Registry, Restart, Skip,
 };
 use ssegate::message::RpcId;
 use ssegate::resume::{self, Answer, Output};
@@ -266,12 +266,195 @@ fn duplicate_jsonrpc_response_is_skipped_when_identical_refused_when_not() {
             [format!("deliver {a}"), "err DuplicateResponse".into()]
         );
     }
-    // Only requested ids are remembered: a response nobody asked for is delivered each time.
+    // A response nobody registered is judged by the same rule (see the next test).
     let unrequested = ev("1", RESULT) + &ev("2", RESULT);
     assert_eq!(
         run_with(&unrequested, Policy::Verified, false),
+        ["deliver 1", "skip-dup 1", "done"]
+    );
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,<rest>}`: a response when `rest` is a `result` or an `error`.
+fn rpc(id: &str, rest: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},{rest}}}"#)
+}
+
+#[test]
+fn duplicate_response_to_an_unregistered_request_is_skipped_when_identical_refused_when_not() {
+    let other = RESULT.replace("hello", "HELLO");
+    for numeric in [true, false] {
+        let [a, b, c, _] = ids(numeric);
+        let same = ev(a, RESULT) + &ev(b, &progress(2)) + &ev(c, RESULT);
+        assert_eq!(
+            run_with(&same, Policy::Verified, false),
+            [
+                format!("deliver {a}"),
+                format!("deliver {b}"),
+                "skip-dup 1".into(),
+                "done".into()
+            ]
+        );
+        let differ = ev(a, RESULT) + &ev(b, &progress(2)) + &ev(c, &other);
+        assert_eq!(
+            run_with(&differ, Policy::Verified, false),
+            [
+                format!("deliver {a}"),
+                format!("deliver {b}"),
+                "err DuplicateResponse".into()
+            ]
+        );
+        // Across a resume of the same stream too.
+        let resumed = ev(a, RESULT) + MARK + &ev(c, &other);
+        assert_eq!(
+            run_with(&resumed, Policy::Verified, false),
+            [
+                format!("deliver {a}"),
+                "done".into(),
+                "reconnect 200".into(),
+                "err DuplicateResponse".into()
+            ]
+        );
+    }
+    // The refusal is the registered path's, kind and words: one typed refusal for both.
+    let differ = ev("e1", RESULT) + &ev("e2", &other);
+    let mut refusals = Vec::new();
+    for registered in [false, true] {
+        let mut guard = Guard::new();
+        if registered {
+            guard.expect_response(RpcId::Number(1));
+        }
+        drive(&differ, &mut guard);
+        let err = guard.failure().expect("refused").clone();
+        assert_eq!(
+            err.kind,
+            RefusalKind::DuplicateResponse {
+                rpc_id: RpcId::Number(1),
+                event_id: Some(Bytes::from_static(b"e2")),
+            }
+        );
+        assert!(err.outstanding.is_empty() && err.must_renegotiate());
+        refusals.push(err.to_string());
+    }
+    assert_eq!(refusals[0], refusals[1]);
+    assert!(
+        refusals[0].contains("a second, different response to request 1 arrived in event \"e2\""),
+        "{}",
+        refusals[0]
+    );
+}
+
+#[test]
+fn an_error_and_a_result_for_one_unregistered_id_are_different_responses() {
+    let error = rpc("1", r#""error":{"code":-32603,"message":"tool failed"}"#);
+    for (first, second) in [(RESULT, error.as_str()), (error.as_str(), RESULT)] {
+        for registered in [false, true] {
+            let capture = ev("1", first) + &ev("2", second);
+            assert_eq!(
+                run_with(&capture, Policy::Verified, registered),
+                ["deliver 1", "err DuplicateResponse"],
+                "{first} then {second}, registered: {registered}"
+            );
+        }
+    }
+}
+
+#[test]
+fn only_responses_with_a_non_null_id_are_compared() {
+    // Notifications and the server's own requests (its id space, not the client's) are not
+    // responses: a request reusing the id of a response, or another request, is delivered.
+    let ping = rpc("1", r#""method":"ping""#);
+    let sampling = rpc("1", r#""method":"sampling/createMessage","params":{}"#);
+    let capture = ev("1", &ping)
+        + &ev("2", &sampling)
+        + &ev("3", PROGRESS)
+        + &ev("4", PROGRESS.replace("\"t\"", "\"u\"").as_str())
+        + &ev("5", RESULT)
+        + &ev("6", &ping.replace("ping", "roots/list"));
+    assert_eq!(
+        run_with(&capture, Policy::Verified, false),
+        [
+            "deliver 1",
+            "deliver 2",
+            "deliver 3",
+            "deliver 4",
+            "deliver 5",
+            "deliver 6",
+            "done"
+        ]
+    );
+    // `null` ids answer unparseable requests: any number of them, differing or not.
+    let parse_error = |m: &str| {
+        rpc(
+            "null",
+            &format!(r#""error":{{"code":-32700,"message":"{m}"}}"#),
+        )
+    };
+    let capture =
+        ev("1", &parse_error("a")) + &ev("2", &parse_error("b")) + &ev("3", &parse_error("a"));
+    assert_eq!(
+        run_with(&capture, Policy::Verified, false),
+        ["deliver 1", "deliver 2", "deliver 3", "done"]
+    );
+    // `1` and `"1"` are two ids.
+    let capture = ev("1", RESULT) + &ev("2", &RESULT.replace(r#""id":1"#, r#""id":"1""#));
+    assert_eq!(
+        run_with(&capture, Policy::Verified, false),
         ["deliver 1", "deliver 2", "done"]
     );
+}
+
+#[test]
+fn the_unrequested_response_window_is_bounded_and_configurable() {
+    let answers = |n: usize| -> String {
+        (1..=n)
+            .map(|k| {
+                ev(
+                    &format!("e{k}"),
+                    &rpc(&k.to_string(), r#""result":{"n":1}"#),
+                )
+            })
+            .collect()
+    };
+    let conflict = ev("x", &rpc("1", r#""result":{"n":2}"#));
+    // (window, responses before the conflicting one, the decision about it): at the limit the
+    // first id is still remembered; one past it, the oldest is forgotten and the second response
+    // is delivered as a first one would be, never refused without evidence.
+    for (window, answered, want) in [
+        (Some(2), 2, "err DuplicateResponse"),
+        (Some(2), 3, "deliver x"),
+        (Some(1), 1, "err DuplicateResponse"),
+        (Some(0), 1, "err DuplicateResponse"),
+        (Some(0), 2, "deliver x"),
+        (None, DEFAULT_UNREQUESTED_WINDOW, "err DuplicateResponse"),
+        (None, DEFAULT_UNREQUESTED_WINDOW + 1, "deliver x"),
+    ] {
+        let mut config = GuardConfig::default();
+        if let Some(window) = window {
+            config.unrequested_window(window);
+        }
+        let got = drive(&(answers(answered) + &conflict), &mut config.build());
+        assert_eq!(
+            got.len(),
+            answered + 1 + usize::from(want != "err DuplicateResponse")
+        );
+        assert_eq!(
+            got[answered], want,
+            "window {window:?}, {answered} answered"
+        );
+    }
+    // The window is the stream's: another stream of the session does not compare with it.
+    let session = Registry::new();
+    let mut a = GuardConfig::default().build_in(&session);
+    let mut b = GuardConfig::default().build_in(&session);
+    assert_eq!(drive(&ev("a1", RESULT), &mut a), ["deliver a1", "done"]);
+    let other = RESULT.replace("hello", "HELLO");
+    assert_eq!(drive(&ev("b1", &other), &mut b), ["deliver b1", "done"]);
+    assert!(!session.is_answered(&RpcId::Number(1)));
+    // A reset (after a renegotiation) forgets it with the rest of the stream.
+    let mut guard = Guard::new();
+    drive(&ev("e1", RESULT), &mut guard);
+    guard.reset();
+    assert_eq!(drive(&ev("e1", &other), &mut guard), ["deliver e1", "done"]);
 }
 
 // ---- disconnect rows ----

@@ -149,6 +149,56 @@ fn field_captures_accept_correct_servers_and_refuse_faulty_ones() {
     }
 }
 
+/// A second, different response to one request id is refused without `--request-id`: the first is
+/// delivered, the second refused with the same words as when the id is registered; an identical
+/// second copy is skipped.
+#[test]
+fn a_second_different_response_is_refused_without_request_ids() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/captures/faulty-second-response.sse"
+    );
+    let out = check(&[file], b"");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{stdout}");
+    // The server's own request with id 2 is not a response.
+    assert!(lines[2].ends_with("deliver (Request 2)"), "{stdout}");
+    assert!(
+        lines[3].contains("id=\"4\"") && lines[3].ends_with("deliver (Response 2)"),
+        "{stdout}"
+    );
+    assert!(
+        lines[4].contains("id=\"5\"")
+            && lines[4].contains(
+                "REFUSE: a second, different response to request 2 arrived in event \"5\""
+            ),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[5],
+        "summary: connections=1 events=5 messages=3 bytes=212 skipped=0 errors=1 unanswered=0"
+    );
+    // Registering the request changes nothing: one typed refusal for both.
+    let registered = check(&["--request-id", "2", file], b"");
+    assert_eq!(registered.status.code(), Some(1));
+    assert_eq!(String::from_utf8(registered.stdout).unwrap(), stdout);
+
+    // An identical second copy is skipped, not delivered twice.
+    let response = "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}";
+    let body = format!("id: 1\ndata: {response}\n\nid: 2\ndata: {response}\n\n");
+    let out = check(&[], body.as_bytes());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("deliver (Response 2)")
+            && stdout.contains("skip: duplicate response to request 2")
+            && stdout.contains("messages=1 bytes=36 skipped=1 errors=0"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn the_nesting_limit_and_the_instruction_set_cap_are_options() {
     // A result nested 6 levels deep (object, result, content array, item, two arrays).

@@ -4,8 +4,10 @@
 //! The model states what servers DO, independently of how the guard decides: a tool call's event
 //! log (a priming event or not, progress notifications, the result), ids from one of the id
 //! schemes seen in the field, a cut at any byte, and, for each resume, the bytes a server with a
-//! given behaviour sends. The real decoder and guard are driven with them, and the outcome is
-//! checked against properties stated in the model's terms:
+//! given behaviour sends. The client either registers the call's request id with the guard or
+//! does not (then the guard is not told that a response is owed, and the client resumes by itself
+//! until a response to its call has arrived). The real decoder and guard are driven with them,
+//! and the outcome is checked against properties stated in the model's terms:
 //!
 //! - always: every delivered message is one the server sent, none twice, in the server's order,
 //!   never torn (it is byte-for-byte one of the log's messages); a finished exchange has delivered
@@ -14,8 +16,10 @@
 //!   [`Policy::Verified`] once an event had arrived before the first cut, and the exchange
 //!   finishes with every message delivered exactly once; under [`Policy::Strict`] it is refused
 //!   only for a cut inside an event;
-//! - a server that answers a needed resume with nothing (empty `200`, or held open) is refused;
-//!   one that reuses an id with other content is refused, and so is a second, different response;
+//! - a server that answers a needed resume with nothing (empty `200`, or held open) is refused when
+//!   the call was registered (otherwise nothing tells the guard a response is owed); one that
+//!   reuses an id with other content is refused, and so is a second, different response to the
+//!   call, registered or not;
 //!   one that answers with another stream's events is refused when its ids name their stream
 //!   (`<n>/<stream>`, `<stream>-<n>`) and any id arrived before the cut.
 //!
@@ -214,6 +218,8 @@ pub struct Scenario {
     pub id_after_data: bool,
     /// Seed of the random parts of ids.
     pub seed: u64,
+    /// The client registered the call's request id with the guard (`Guard::expect_response`).
+    pub registered: bool,
 }
 
 impl Scenario {
@@ -252,6 +258,8 @@ impl Scenario {
             chunk,
             id_after_data: flags & 2 == 2,
             seed,
+            // A quarter of the scenarios: the registered call is the guard's main use.
+            registered: flags & 0b1100 != 0b1100,
         }
     }
 }
@@ -590,6 +598,11 @@ impl Server {
     }
 }
 
+/// Whether `m` is a response to the call (request id 1): the result, or another server's.
+fn is_call_response(m: &[u8]) -> bool {
+    m.starts_with(br#"{"jsonrpc":"2.0","id":1,"#)
+}
+
 /// What happened to one scenario.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -611,6 +624,9 @@ pub struct Outcome {
     pub first_cut_id_known: bool,
     /// The scenario ran out of rounds without finishing.
     pub stalled: bool,
+    /// The call was not registered and the client had no `Last-Event-ID` to resume from (no
+    /// event before the cut): the guard, not told of the call, had nothing to refuse.
+    pub lost: bool,
 }
 
 fn feed(
@@ -677,7 +693,9 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
         Policy::Verified
     };
     let mut guard = GuardConfig::default().policy(policy).build_in(&session);
-    guard.expect_response(RpcId::Number(1));
+    if s.registered {
+        guard.expect_response(RpcId::Number(1));
+    }
     let mut get_guard = GuardConfig::default().build_in(&session);
     let mut decoder = Decoder::new();
     let mut out = Outcome::default();
@@ -708,12 +726,25 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
                 return Ok(out);
             }
         };
-        if !resume.needed {
+        let needed = if s.registered {
+            resume.needed
+        } else {
+            // The client knows its call is unanswered; the guard does not.
+            !out.delivered
+                .iter()
+                .chain(&out.delivered_elsewhere)
+                .any(|m| is_call_response(m))
+        };
+        if !needed {
             out.finished = true;
             return Ok(out);
         }
         let Some(last) = resume.last_event_id else {
-            return Err("a needed resume without a Last-Event-ID".into());
+            if s.registered {
+                return Err("a needed resume without a Last-Event-ID".into());
+            }
+            out.lost = true;
+            return Ok(out);
         };
         let last = String::from_utf8_lossy(&last).into_owned();
         let behaviour = if round == 0 {
@@ -864,6 +895,7 @@ pub fn check(s: &Scenario) -> Result<(), String> {
     }
     let silent = matches!(s.behaviour, Behaviour::EmptyBody | Behaviour::HeldOpen);
     if resumed_for_response
+        && s.registered
         && silent
         && !matches!(out.refused, Some(RefusalKind::ReplayMissed { .. }))
     {

@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use bytes::Bytes;
 
 use super::Restart;
+use crate::message::RpcId;
 
 /// A pass-through `Hasher` for keys that already are (seeded) xxh3 hashes: no SipHash per event.
 #[derive(Clone, Copy, Debug, Default)]
@@ -41,6 +42,25 @@ pub(crate) fn random_seed() -> u64 {
 /// Seeded hash of an id.
 pub(crate) fn id_key(seed: u64, id: &[u8]) -> u64 {
     crate::hash::xxh3_64_with_seed(id, seed)
+}
+
+/// Seeded hash of a JSON-RPC id and the length of its text: ids of different JSON types (`7`,
+/// `"7"`) never share a key, and nothing of the id is kept.
+pub(crate) fn rpc_id_key(seed: u64, id: &RpcId) -> (u64, usize) {
+    let number;
+    let (tag, bytes): (u64, &[u8]) = match id {
+        RpcId::Number(n) => {
+            number = n.to_le_bytes();
+            (1, &number)
+        }
+        RpcId::String(s) => (2, s.as_bytes()),
+        RpcId::Null => (3, &[]),
+        RpcId::Raw(s) => (4, s.as_bytes()),
+    };
+    (
+        crate::hash::xxh3_64_with_seed(bytes, seed ^ tag),
+        bytes.len(),
+    )
 }
 
 /// One remembered event: its content hash, and whether it carried a message (not a priming event).
@@ -85,6 +105,12 @@ impl Window {
     /// and [`Window::insert`].
     pub(crate) fn key(&self, id: &[u8]) -> u64 {
         id_key(self.seed, id)
+    }
+
+    /// The window's key for a JSON-RPC id (its seeded hash, [`rpc_id_key`]), for [`Window::get`]
+    /// and [`Window::insert`] of a window of response ids.
+    pub(crate) fn rpc_key(&self, id: &RpcId) -> u64 {
+        rpc_id_key(self.seed, id).0
     }
 
     /// The content hash remembered for the id whose [`Window::key`] is `key`.

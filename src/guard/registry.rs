@@ -5,9 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::hash::xxh3_64_with_seed;
-
-use super::ids::{KeyMap, random_seed};
+use super::ids::{KeyMap, random_seed, rpc_id_key};
 use crate::message::RpcId;
 
 /// The requests of one MCP session that still wait for a response, and the responses already
@@ -21,8 +19,10 @@ use crate::message::RpcId;
 /// response anywhere in the session is skipped when identical and refused when not.
 ///
 /// Only responses to requested ids are remembered, each as a hash and a length (a few words,
-/// whatever the id's size), for the last [`Registry::with_window`] answers (default 4096). The
-/// lock is taken for responses, disconnects and refusals, never for other events.
+/// whatever the id's size), for the last [`Registry::with_window`] answers (default 4096); each
+/// guard compares responses to ids never requested on its own stream
+/// ([`GuardConfig::unrequested_window`](super::GuardConfig::unrequested_window)). The lock is taken
+/// for responses, disconnects and refusals, never for other events.
 #[derive(Clone, Default)]
 pub struct Registry {
     book: Arc<Mutex<Book>>,
@@ -73,17 +73,7 @@ pub(crate) enum Response {
 
 impl Book {
     fn key(&self, id: &RpcId) -> (u64, usize) {
-        let number;
-        let (tag, bytes): (u64, &[u8]) = match id {
-            RpcId::Number(n) => {
-                number = n.to_le_bytes();
-                (1, &number)
-            }
-            RpcId::String(s) => (2, s.as_bytes()),
-            RpcId::Null => (3, &[]),
-            RpcId::Raw(s) => (4, s.as_bytes()),
-        };
-        (xxh3_64_with_seed(bytes, self.seed ^ tag), bytes.len())
+        rpc_id_key(self.seed, id)
     }
 
     fn answered(&self, id: &RpcId) -> Option<Answer> {

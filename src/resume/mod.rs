@@ -65,8 +65,8 @@
 //!   under a new id as the first message after a resume, or the ids of a stream that has shown one
 //!   numbered shape consistently go backwards or name another stream after a resume
 //!   ([`RefusalKind::StreamRestarted`] with its [`Restart`](crate::guard::Restart) reason);
-//! - a second, different response to an answered request anywhere in the session
-//!   ([`RefusalKind::DuplicateResponse`]);
+//! - a second, different response to an answered request anywhere in the session, or (for a request
+//!   never registered) on the same stream ([`RefusalKind::DuplicateResponse`]);
 //! - a resumed connection that brings no event at all (ends, or stays silent for the replay
 //!   timeout) while a response is outstanding ([`RefusalKind::ReplayMissed`]).
 //!
@@ -88,7 +88,7 @@
 //! stream's new events under such ids is indistinguishable, by its ids, from one that continues.
 //! What still catches it is content: an event id already seen with other content, a message
 //! already delivered under a new id as the first message after the resume, and a second response
-//! to a request the session already answered with other content.
+//! to a request the session (or, unregistered, the stream) already answered with other content.
 //!
 //! ## Decision table (as built)
 //!
@@ -101,6 +101,7 @@
 //! | event | id in the window, same content hash | `Skip(ExactReplay)` |
 //! | event | id in the window, other content | `StreamRestarted(IdReused)` |
 //! | event | response to a requested id already answered in the session | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse` |
+//! | event | response to an id never registered, already answered on this stream (the last [`GuardConfig::unrequested_window`](crate::guard::GuardConfig::unrequested_window) such ids; never a `null` id; notifications and the server's requests are not responses) | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse`; an id past the window is delivered as new |
 //! | event | `event: error`, first event of a resumed connection | `ReplayUnavailable { status: None }` |
 //! | event | `event: error` elsewhere, data not a complete JSON value | `Skip(ErrorFrame)` |
 //! | decode error | the decoder dropped an event over a limit | `Output::Dropped(DecodeLimit)`; the stream goes on (`GuardedStream` and the client end a call whose response is outstanding with it) |
@@ -213,7 +214,7 @@ impl StreamConfig {
         &mut self.decoder
     }
 
-    /// The guard's settings: policy, id window, contiguous ids, the gate's nesting limit and
+    /// The guard's settings: policy, id windows, contiguous ids, the gate's nesting limit and
     /// instruction-set cap (replaces them; [`StreamConfig::guard_mut`] edits them in place).
     pub fn guard(&mut self, config: guard::GuardConfig) -> &mut Self {
         self.guard = config;
