@@ -1,6 +1,6 @@
 """An MCP server on the official Python SDK (PyPI `mcp`), for ssegate's interop tests.
 
-    python server.py [--port N] [--host H] [--forgetful] [--stateless]
+    python server.py [--port N] [--host H] [--forgetful] [--stateless] [--shared-store] [--json-response]
 
 Port: --port, else $PORT, else 0 (any free port). Once listening it prints one line
 `listening http://HOST:PORT/mcp` on stdout, so a harness started with port 0 learns the port.
@@ -18,6 +18,17 @@ invites, puts two sessions' requests with the same id (every client's first call
 in one stream, and a resume replays the other session's response. So this server gives each new
 session's transport its own store, through the session manager's admission hook (a private method
 of the pinned SDK version).
+
+MCP 2026-07-28 (stateless, per-request `_meta` envelope, `server/discover`) is served by the SDK
+itself, in every mode above, with no flag: the session manager routes any POST whose
+`MCP-Protocol-Version` header is not one of the handshake versions (2024-11-05 .. 2025-11-25) to its
+single-exchange entry (`mcp.server._streamable_http_modern`), which never creates a session, never
+sets `Mcp-Session-Id` and never touches the event store (so `--forgetful`, `--stateless` and
+`--shared-store` change nothing there). It answers JSON unless the handler sends a notification
+(e.g. `progress` with a progressToken) or stays silent for 15 s, then SSE (`event: message`, CRLF,
+no `id:`, no `retry:`, `: ping` every 15 s); GET/DELETE with a 2026-07-28 header get `405`.
+`--json-response`: the SDK's `json_response=True`, for both eras: never SSE (on 2026-07-28,
+notifications are dropped; on 2025-era sessions, plain JSON responses, nothing to resume).
 
 Tools:
     big_result(size=4 MiB)        one text content of `size` bytes, readOnlyHint
@@ -176,12 +187,14 @@ def main() -> None:
     parser.add_argument("--forgetful", action="store_true", help="an event store that forgets everything")
     parser.add_argument("--stateless", action="store_true", help="stateless_http=True (no sessions)")
     parser.add_argument("--shared-store", action="store_true", help="one event store for every session (unsafe)")
+    parser.add_argument("--json-response", action="store_true", help="json_response=True (never SSE, both eras)")
     args = parser.parse_args()
 
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("mcp").setLevel(logging.WARNING)
     mcp = build_server()
     app = mcp.streamable_http_app(
+        json_response=args.json_response,
         stateless_http=args.stateless,
         event_store=None if args.stateless else InMemoryEventStore(forgetful=args.forgetful),
         host=args.host,
