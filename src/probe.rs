@@ -441,7 +441,12 @@ impl Default for ProbeConfig {
     /// decoder's default limits (64 MiB per event and per line).
     fn default() -> Self {
         ProbeConfig {
-            client: ClientConfig::default(),
+            client: {
+                // The probe finds out how a server's streams resume: the 2025-era path.
+                let mut c = ClientConfig::default();
+                c.protocol_version(crate::client::PROTOCOL_VERSION);
+                c
+            },
             tool: None,
             args: json!({}),
             replay_timeout: Duration::from_secs(5),

@@ -59,6 +59,8 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod modern;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -85,8 +87,46 @@ use crate::sse::{self, Data};
 pub const SESSION_HEADER: &str = "mcp-session-id";
 /// The protocol version header sent after `initialize`.
 pub const PROTOCOL_HEADER: &str = "mcp-protocol-version";
-/// The newest protocol version with `Last-Event-ID` resumption, offered by default.
+/// The newest protocol version with `Last-Event-ID` resumption: offered in `initialize` when the
+/// server is not a 2026-07-28 one.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// MCP 2026-07-28: stateless, per-request `_meta`, no resumption.
+pub const PROTOCOL_2026_07_28: &str = "2026-07-28";
+/// The stateless ("modern") versions the client speaks, newest first.
+pub const MODERN_VERSIONS: &[&str] = &[PROTOCOL_2026_07_28];
+/// The `initialize` ("legacy") versions the client speaks, newest first.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// A `server/discover` answer larger than this is no discover result (it is not parsed).
+const MAX_DISCOVER_RESULT: usize = 256 << 10;
+/// Default of [`ClientConfig::max_input_rounds`].
+pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 10;
+
+/// Which protocol versions the client speaks ([`ClientConfig::protocol`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// 2026-07-28 when the server speaks it (a `server/discover` first), else the `initialize`
+    /// handshake offering [`PROTOCOL_VERSION`] (the server may choose an older version).
+    #[default]
+    Auto,
+    /// This version only: a stateless one ([`MODERN_VERSIONS`]) is never followed by
+    /// `initialize`; a legacy one is offered in `initialize` (the server may still choose another
+    /// version it and the client speak).
+    Only(String),
+}
+
+impl Protocol {
+    /// Parses `auto` or a version.
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s {
+            "auto" => Some(Protocol::Auto),
+            v if MODERN_VERSIONS.contains(&v) || LEGACY_VERSIONS.contains(&v) => {
+                Some(Protocol::Only(v.to_owned()))
+            }
+            _ => None,
+        }
+    }
+}
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// Messages of a call's stream kept for [`ClientError::OutcomeUnknown`] (the rest are counted and
 /// handed to the [`Handler`] only).
@@ -165,7 +205,7 @@ impl CallOptions {
 }
 
 /// A JSON-RPC error object, as an answer to a server request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RpcError {
     /// The error code (`-32601` method not found, ...).
@@ -221,8 +261,9 @@ pub struct ClientConfig {
     pub(crate) headers: HeaderMap,
     roots: Vec<Vec<u8>>,
     only_custom_roots: bool,
-    protocol_version: String,
+    protocol: Protocol,
     max_attempts: u32,
+    max_input_rounds: u32,
     connect_timeout: Duration,
     call_timeout: Option<Duration>,
     pub(crate) max_json_body: usize,
@@ -240,7 +281,7 @@ impl fmt::Debug for ClientConfig {
             .field("stream", &self.stream)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("roots", &self.roots.len())
-            .field("protocol_version", &self.protocol_version)
+            .field("protocol", &self.protocol)
             .field("max_attempts", &self.max_attempts)
             .field("call_timeout", &self.call_timeout)
             .field("redirects", &self.redirects)
@@ -250,7 +291,8 @@ impl fmt::Debug for ClientConfig {
 
 impl Default for ClientConfig {
     /// The resumable stream's defaults (replay timeout 10 s, idle timeout 300 s, reconnect delays
-    /// between 250 ms and 60 s), protocol `2025-11-25`, 3 attempts per call, a 10 s connect
+    /// between 250 ms and 60 s), protocol [`Protocol::Auto`] (2026-07-28, else `2025-11-25`), 3 attempts
+    /// per call, 10 rounds of input per request, a 10 s connect
     /// timeout, a 600 s deadline per call, JSON bodies up to 64 MiB, error bodies read up to
     /// 1 KiB, no redirects, pooled connections, the platform's TLS roots, [`DefaultHandler`].
     fn default() -> Self {
@@ -259,8 +301,9 @@ impl Default for ClientConfig {
             headers: HeaderMap::new(),
             roots: Vec::new(),
             only_custom_roots: false,
-            protocol_version: PROTOCOL_VERSION.to_owned(),
+            protocol: Protocol::Auto,
             max_attempts: 3,
+            max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
             connect_timeout: Duration::from_secs(10),
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
             max_json_body: 64 << 20,
@@ -345,9 +388,23 @@ impl ClientConfig {
         self
     }
 
-    /// The protocol version offered in `initialize` (default `2025-11-25`).
+    /// Which protocol versions to speak (default [`Protocol::Auto`]).
+    pub fn protocol(&mut self, protocol: Protocol) -> &mut Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Speaks this version only: `protocol(Protocol::Only(version))`.
     pub fn protocol_version(&mut self, version: impl Into<String>) -> &mut Self {
-        self.protocol_version = version.into();
+        self.protocol = Protocol::Only(version.into());
+        self
+    }
+
+    /// Most rounds of `input_required` answered for one request on 2026-07-28 (default
+    /// [`DEFAULT_MAX_INPUT_ROUNDS`]); past it the call fails with
+    /// [`ProtocolError::TooManyInputRounds`].
+    pub fn max_input_rounds(&mut self, n: u32) -> &mut Self {
+        self.max_input_rounds = n;
         self
     }
 
@@ -434,6 +491,8 @@ pub struct Outcome {
     pub other_messages: u32,
     /// Every stream failure, in order.
     pub refusals: Vec<Failure>,
+    /// Rounds of `input_required` answered (MCP 2026-07-28), each a new request.
+    pub input_rounds: u32,
 }
 
 /// A response the client received.
@@ -466,6 +525,17 @@ pub enum ProtocolError {
     InitializeError(String),
     /// A header value the client cannot send (an id with control characters).
     Unsendable(&'static str),
+    /// The server speaks none of the client's protocol versions (it named these).
+    NoCommonVersion(Vec<String>),
+    /// A 2026-07-28 request kept being answered `input_required` (the rounds answered).
+    TooManyInputRounds(u32),
+    /// The [`Handler`] could not answer an input request of an `input_required` result.
+    InputRequest {
+        /// The input request's method.
+        method: String,
+        /// The handler's error.
+        error: RpcError,
+    },
 }
 
 impl std::error::Error for ProtocolError {}
@@ -486,6 +556,20 @@ impl fmt::Display for ProtocolError {
             }
             ProtocolError::InitializeError(e) => write!(f, "initialize failed: {e}"),
             ProtocolError::Unsendable(what) => write!(f, "cannot send {what} as a header"),
+            ProtocolError::NoCommonVersion(v) => {
+                write!(
+                    f,
+                    "the server speaks none of our protocol versions (it supports {v:?})"
+                )
+            }
+            ProtocolError::TooManyInputRounds(n) => {
+                write!(f, "the server still asked for input after {n} rounds")
+            }
+            ProtocolError::InputRequest { method, error } => write!(
+                f,
+                "the handler could not answer the server's {method} input request: {} ({})",
+                error.message, error.code
+            ),
         }
     }
 }
@@ -696,6 +780,10 @@ impl ClientError {
 struct Session {
     id: Option<String>,
     protocol_version: Option<String>,
+    /// A stateless (2026-07-28) server: `_meta` on every request, no session, no resumption.
+    modern: bool,
+    /// The `server/discover` result of a stateless server.
+    discover: Option<Arc<Value>>,
     /// Bumped at each new session, so concurrent calls renegotiate once.
     generation: u64,
     /// The session's streams, sharing outstanding requests and response deduplication.
@@ -710,11 +798,20 @@ struct Inner {
     renegotiating: tokio::sync::Mutex<()>,
     next_id: AtomicI64,
     sessions_opened: AtomicU32,
-    /// Tool name -> safe to run twice (`readOnlyHint` or `idempotentHint`), from `tools/list`.
-    tools: Mutex<Option<HashMap<String, bool>>>,
+    /// What `tools/list` said of each tool.
+    tools: Mutex<Option<HashMap<String, ToolInfo>>>,
     /// Calls waiting for their response, for a response that arrives on another stream of the
     /// session (the `GET` stream after the POST stream was cut).
     pending: Mutex<HashMap<RpcId, tokio::sync::oneshot::Sender<Message>>>,
+}
+
+/// What the client keeps of a tool's definition.
+#[derive(Clone, Debug, Default)]
+struct ToolInfo {
+    /// Safe to run twice (`readOnlyHint` or `idempotentHint`).
+    safe: bool,
+    /// Its `x-mcp-header` arguments, mirrored into `Mcp-Param-*` headers on 2026-07-28.
+    headers: Vec<modern::ParamHeader>,
 }
 
 /// A guarded MCP client. Cheap to share: calls take `&self`.
@@ -806,9 +903,22 @@ impl Client {
         self.session().id
     }
 
-    /// The protocol version the server chose.
+    /// The protocol version in use: the one the server chose in `initialize`, or the stateless
+    /// version both speak.
     pub fn protocol_version(&self) -> Option<String> {
         self.session().protocol_version
+    }
+
+    /// Whether the server is spoken to statelessly (MCP 2026-07-28): no session, no resumption,
+    /// a cut response stream is a lost (cancelled) request.
+    pub fn is_stateless(&self) -> bool {
+        self.session().modern
+    }
+
+    /// The stateless server's `server/discover` result (`supportedVersions`, `capabilities`,
+    /// `serverInfo`, ...); `None` on a legacy session.
+    pub fn discover_result(&self) -> Option<Arc<Value>> {
+        self.session().discover
     }
 
     /// Sessions opened so far (1 + renegotiations).
@@ -896,8 +1006,24 @@ impl Client {
         body: &Value,
         during: &'static str,
     ) -> Result<reqwest::Response, ClientError> {
-        let body = serde_json::to_vec(body).expect("a JSON value serializes");
         let mut extra = HeaderMap::new();
+        if session.modern {
+            let params = match (body["method"].as_str(), body["params"]["name"].as_str()) {
+                (Some("tools/call"), Some(name)) => self
+                    .inner
+                    .tools
+                    .lock()
+                    .expect("tools lock")
+                    .as_ref()
+                    .and_then(|t| t.get(name).map(|i| i.headers.clone()))
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let headers = modern::request_headers(body, &params)
+                .map_err(|what| ClientError::Protocol(ProtocolError::Unsendable(what)))?;
+            extra.extend(headers);
+        }
+        let body = serde_json::to_vec(body).expect("a JSON value serializes");
         extra.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
         extra.insert(
             header::CONTENT_TYPE,
@@ -945,9 +1071,162 @@ impl Client {
         }
     }
 
-    /// Opens a new session: `initialize`, then `notifications/initialized`. Called by
-    /// [`Client::connect`] and on renegotiation.
+    /// Finds out how to speak to the server, as [`ClientConfig::protocol`] says: a
+    /// `server/discover` for 2026-07-28 (stateless), else (or after a legacy server's answer to
+    /// it) a new session with `initialize` and `notifications/initialized`. Called by
+    /// [`Client::connect`] and when a legacy session must be renewed.
+    ///
+    /// The era is told apart as the 2026-07-28 specification asks of a client that speaks both:
+    /// a `server/discover` answered with a version in common is a stateless server; an
+    /// unsupported-version error (`-32022`) naming a stateless version in common is asked again
+    /// with it, naming only legacy versions selects `initialize` with one of them; any other
+    /// answer short of `401`, `403` or a `5xx` (an error body that is not a recognized modern
+    /// error, an empty result) is a legacy server.
     pub async fn initialize(&self) -> Result<(), ClientError> {
+        let offer = match self.inner.config.protocol.clone() {
+            Protocol::Only(v) if !MODERN_VERSIONS.contains(&v.as_str()) => {
+                return self.initialize_legacy(&v).await;
+            }
+            Protocol::Only(v) => Some(v),
+            Protocol::Auto => None,
+        };
+        let pinned = offer.is_some();
+        let mut version = offer.unwrap_or_else(|| MODERN_VERSIONS[0].to_owned());
+        // One corrective round: a modern server that refused the version asked for.
+        for _ in 0..2 {
+            let (era, answer) = self.discover(&version).await?;
+            debug!(?era, version, "server/discover answered");
+            match era {
+                modern::Era::Modern(v) => return self.open_modern(v, answer),
+                modern::Era::Corrective(v) if v != version || !pinned => version = v,
+                modern::Era::Corrective(_) => {}
+                modern::Era::NoCommonVersion(v) => {
+                    return Err(ClientError::Protocol(ProtocolError::NoCommonVersion(v)));
+                }
+                modern::Era::Legacy(offer) => {
+                    if pinned {
+                        let supported = answer["error"]["data"]["supported"]
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|v| v.as_str().map(str::to_owned))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        return Err(ClientError::Protocol(ProtocolError::NoCommonVersion(
+                            supported,
+                        )));
+                    }
+                    let offer = offer.unwrap_or_else(|| PROTOCOL_VERSION.to_owned());
+                    return self.initialize_legacy(&offer).await;
+                }
+            }
+        }
+        Err(ClientError::Protocol(ProtocolError::NoCommonVersion(vec![
+            version,
+        ])))
+    }
+
+    /// The client's capabilities, as `initialize` and the 2026-07-28 `_meta` declare them.
+    fn capabilities() -> Value {
+        json!({"roots": {}, "sampling": {}, "elicitation": {}})
+    }
+
+    /// Sends `server/discover` as a 2026-07-28 request speaking `version`: the era its answer
+    /// shows, and the answer (the JSON-RPC response, or the error body's JSON).
+    async fn discover(&self, version: &str) -> Result<(modern::Era, Value), ClientError> {
+        let fresh = Session {
+            protocol_version: Some(version.to_owned()),
+            modern: true,
+            streams: resume::Session::new(self.inner.config.stream.clone()),
+            ..Session::default()
+        };
+        let mut params = json!({});
+        modern::stamp_meta(
+            &mut params,
+            version,
+            &Self::capabilities(),
+            &self.inner.config.client_name,
+        );
+        let req = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": params});
+        let res = self.post(&fresh, &req, "server/discover").await?;
+        let status = res.status().as_u16();
+        if !res.status().is_success() {
+            // A refusal for want of credentials or a broken server says nothing of the era.
+            if matches!(status, 401 | 403) || status >= 500 || status == 429 {
+                return Err(
+                    status_error(res, "server/discover", self.inner.config.max_error_body).await,
+                );
+            }
+            // Room for an unsupported-version error's list of versions.
+            let cap = self.inner.config.max_error_body.max(4096);
+            let body = match status_error(res, "server/discover", cap).await {
+                ClientError::Status { body, .. } => body,
+                _ => String::new(),
+            };
+            let answer: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let era = modern::classify(&answer, MODERN_VERSIONS, LEGACY_VERSIONS);
+            return Ok((era, answer));
+        }
+        let mut stream = self.inner.config.stream.build();
+        stream.resumable(false);
+        let answer = self
+            .answer(
+                res,
+                &fresh,
+                RpcId::Number(0),
+                stream,
+                None,
+                &mut Outcome::default(),
+            )
+            .await;
+        match answer {
+            // A discover result is small: a big answer is no discover result (and is not parsed).
+            Ok(message) if message.len() > MAX_DISCOVER_RESULT => {
+                Ok((modern::Era::Legacy(None), Value::Null))
+            }
+            Ok(message) => {
+                let answer: Value = message.deserialize().unwrap_or(Value::Null);
+                let era = modern::classify(&answer, MODERN_VERSIONS, LEGACY_VERSIONS);
+                Ok((era, answer))
+            }
+            // A legacy server's odd answer to a method it does not know (another content type,
+            // no response on its stream): not a modern server.
+            Err(Attempt::Client(ClientError::Protocol(_))) => {
+                Ok((modern::Era::Legacy(None), Value::Null))
+            }
+            Err(Attempt::Client(e)) | Err(Attempt::Busy(e, _)) => Err(e),
+            Err(Attempt::Lost(f, _, transport)) => Err(ClientError::Refused {
+                failure: Box::new(f),
+                attempts: 1,
+                transport,
+            }),
+            Err(Attempt::NotTaken(f)) => Err(ClientError::Refused {
+                failure: Box::new(f),
+                attempts: 1,
+                transport: None,
+            }),
+        }
+    }
+
+    /// Speaks `version` statelessly from now on.
+    fn open_modern(&self, version: String, discover: Value) -> Result<(), ClientError> {
+        let mut s = self.inner.session.write().expect("session lock");
+        s.id = None;
+        s.protocol_version = Some(version);
+        s.modern = true;
+        s.discover = Some(Arc::new(
+            discover.get("result").cloned().unwrap_or(Value::Null),
+        ));
+        s.generation += 1;
+        s.streams = resume::Session::new(self.inner.config.stream.clone());
+        self.inner.sessions_opened.fetch_add(1, Ordering::Relaxed);
+        debug!(version = ?s.protocol_version, "stateless server");
+        Ok(())
+    }
+
+    /// Opens a new session: `initialize` offering `offer`, then `notifications/initialized`.
+    async fn initialize_legacy(&self, offer: &str) -> Result<(), ClientError> {
         // Calls take ids from 1; `initialize` is alone on its new session and always takes 0.
         let id = 0;
         let req = json!({
@@ -955,8 +1234,8 @@ impl Client {
             "id": id,
             "method": "initialize",
             "params": {
-                "protocolVersion": self.inner.config.protocol_version,
-                "capabilities": {"roots": {}, "sampling": {}, "elicitation": {}},
+                "protocolVersion": offer,
+                "capabilities": Self::capabilities(),
                 "clientInfo": {"name": self.inner.config.client_name, "version": env!("CARGO_PKG_VERSION")},
             },
         });
@@ -1006,12 +1285,14 @@ impl Client {
         }
         let version = value["result"]["protocolVersion"]
             .as_str()
-            .unwrap_or(&self.inner.config.protocol_version)
+            .unwrap_or(offer)
             .to_owned();
         let session = {
             let mut s = self.inner.session.write().expect("session lock");
             s.id = session_id;
             s.protocol_version = Some(version);
+            s.modern = false;
+            s.discover = None;
             s.generation += 1;
             s.streams = fresh.streams.clone();
             s.clone()
@@ -1050,17 +1331,29 @@ impl Client {
                 break;
             }
         }
-        let safe = tools
-            .iter()
-            .filter_map(|t| {
-                let name = t["name"].as_str()?.to_owned();
-                let a = &t["annotations"];
-                let safe = a["readOnlyHint"].as_bool() == Some(true)
-                    || a["idempotentHint"].as_bool() == Some(true);
-                Some((name, safe))
-            })
-            .collect();
-        *self.inner.tools.lock().expect("tools lock") = Some(safe);
+        let modern = self.session().modern;
+        let mut known = HashMap::new();
+        tools.retain(|t| {
+            let Some(name) = t["name"].as_str() else {
+                return true;
+            };
+            let headers = match modern::param_headers(&t["inputSchema"]) {
+                Ok(headers) => headers,
+                // On 2026-07-28 a tool whose header annotations are invalid is left out (it could
+                // not be called with the headers the server expects).
+                Err(why) if modern => {
+                    warn!(tool = name, why, "tool definition refused");
+                    return false;
+                }
+                Err(_) => Vec::new(),
+            };
+            let a = &t["annotations"];
+            let safe = a["readOnlyHint"].as_bool() == Some(true)
+                || a["idempotentHint"].as_bool() == Some(true);
+            known.insert(name.to_owned(), ToolInfo { safe, headers });
+            true
+        });
+        *self.inner.tools.lock().expect("tools lock") = Some(known);
         Ok(tools)
     }
 
@@ -1153,7 +1446,10 @@ impl Client {
                     return false;
                 }
                 let tools = self.inner.tools.lock().expect("tools lock");
-                tools.as_ref().and_then(|t| t.get(name).copied()) == Some(true)
+                tools
+                    .as_ref()
+                    .and_then(|t| t.get(name))
+                    .is_some_and(|t| t.safe)
             }
         }
     }
@@ -1165,12 +1461,36 @@ impl Client {
         retry: Retry,
         id: i64,
     ) -> Result<Response, ClientError> {
-        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let rpc_id = RpcId::Number(id);
+        let mut id = id;
+        if method == "tools/call" && self.session().modern {
+            let known = self.inner.tools.lock().expect("tools lock").is_some();
+            // The tool's `x-mcp-header` arguments must be mirrored into headers: learn them
+            // once (boxed: listing tools is itself a call).
+            if !known && let Err(e) = Box::pin(self.list_tools()).await {
+                warn!(error = %e, "tools/list failed; calling without parameter headers");
+            }
+        }
+        // What an `input_required` retry sends: the original params plus that round's answers.
+        let mut sent = params.clone();
         let mut outcome = Outcome::default();
         loop {
             outcome.attempts += 1;
             let session = self.session();
+            let mut wire = sent.clone();
+            if session.modern {
+                let version = session
+                    .protocol_version
+                    .as_deref()
+                    .unwrap_or(PROTOCOL_2026_07_28);
+                modern::stamp_meta(
+                    &mut wire,
+                    version,
+                    &Self::capabilities(),
+                    &self.inner.config.client_name,
+                );
+            }
+            let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": wire});
+            let rpc_id = RpcId::Number(id);
             let attempt = async {
                 let res = match self.post(&session, &req, "request").await {
                     Ok(res) => res,
@@ -1217,7 +1537,9 @@ impl Client {
                     })));
                 }
                 let res = self.expect_ok(res, "request").await?;
-                let stream = session.streams.request_stream(rpc_id.clone());
+                let mut stream = session.streams.request_stream(rpc_id.clone());
+                // 2026-07-28 has no resumption: a cut stream is a lost request.
+                stream.resumable(!session.modern);
                 let (tx, mut rx) = tokio::sync::oneshot::channel();
                 self.inner
                     .pending
@@ -1242,6 +1564,32 @@ impl Client {
                 answer
             };
             let (failure, received, transport) = match attempt.await {
+                Ok(message)
+                    if session.modern && contains(message.data(), b"\"input_required\"") =>
+                {
+                    let value: Value = message.deserialize().map_err(|_| {
+                        ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse)
+                    })?;
+                    let result = &value["result"];
+                    if result["resultType"] != "input_required" {
+                        return Ok(Response {
+                            message,
+                            request_id: rpc_id,
+                            outcome,
+                        });
+                    }
+                    if outcome.input_rounds >= self.inner.config.max_input_rounds {
+                        return Err(ClientError::Protocol(ProtocolError::TooManyInputRounds(
+                            outcome.input_rounds,
+                        )));
+                    }
+                    outcome.input_rounds += 1;
+                    sent = self.answer_input(&params, result).await?;
+                    // A retry is a new request, with a new id.
+                    id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+                    outcome.attempts -= 1;
+                    continue;
+                }
                 Ok(message) => {
                     return Ok(Response {
                         message,
@@ -1290,9 +1638,51 @@ impl Client {
                     transport,
                 });
             }
+            if session.modern {
+                // Stateless: nothing to renew. The request is issued again as a new request.
+                id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             self.renegotiate(session.generation).await?;
             outcome.renegotiations += 1;
         }
+    }
+
+    /// The params of the retry of a request answered `input_required` with `result`: the
+    /// original params, the [`Handler`]'s answers to the input requests (`inputResponses`, only
+    /// when there were requests) and `requestState` exactly as received (only when there was one).
+    async fn answer_input(&self, original: &Value, result: &Value) -> Result<Value, ClientError> {
+        let mut responses = serde_json::Map::new();
+        if let Some(requests) = result["inputRequests"].as_object() {
+            for (key, request) in requests {
+                let method = request["method"].as_str().unwrap_or_default();
+                let answer = self
+                    .inner
+                    .config
+                    .handler
+                    .request(method, request.get("params"))
+                    .await
+                    .map_err(|error| {
+                        ClientError::Protocol(ProtocolError::InputRequest {
+                            method: method.to_owned(),
+                            error,
+                        })
+                    })?;
+                responses.insert(key.clone(), answer);
+            }
+        }
+        let mut params = original.clone();
+        if !params.is_object() {
+            params = json!({});
+        }
+        let obj = params.as_object_mut().expect("an object");
+        if !responses.is_empty() {
+            obj.insert("inputResponses".into(), Value::Object(responses));
+        }
+        if let Some(state) = result.get("requestState") {
+            obj.insert("requestState".into(), state.clone());
+        }
+        Ok(params)
     }
 
     /// Opens a new session unless a concurrent call already did since `seen`.
@@ -1308,7 +1698,9 @@ impl Client {
                 debug!(error = %e, "could not delete the old session");
             }
         }
-        self.initialize().await
+        // The server was found to speak `initialize`: a new session with the version it chose.
+        let offer = old.protocol_version.as_deref().unwrap_or(PROTOCOL_VERSION);
+        self.initialize_legacy(offer).await
     }
 
     /// Reads one answer: a JSON body, or an event stream through the guard until `rpc_id`'s
@@ -1516,6 +1908,12 @@ impl Client {
     async fn dispatch(&self, session: &Session, d: guard::Delivery) {
         let handler = self.inner.config.handler.clone();
         match d.rpc.kind {
+            RpcKind::Request if session.modern => {
+                // 2026-07-28 servers ask for input in `input_required` results; a client sends
+                // no responses there. Shown to the application, never answered.
+                warn!("a server request on a 2026-07-28 stream: not answered");
+                handler.notification(&d.message);
+            }
             RpcKind::Request => {
                 let Ok(value) = d.message.deserialize::<Value>() else {
                     return;
@@ -1559,13 +1957,39 @@ impl Client {
     ) -> Result<impl Stream<Item = Result<Message, Failure>> + use<>, ClientError> {
         let session = self.session();
         let open = async {
-            let res = self
-                .get_stream(&session, None, "open the GET stream")
-                .await?;
+            let res = if session.modern {
+                let mut params = json!({"notifications": {
+                    "toolsListChanged": true,
+                    "promptsListChanged": true,
+                    "resourcesListChanged": true,
+                }});
+                let version = session
+                    .protocol_version
+                    .as_deref()
+                    .unwrap_or(PROTOCOL_2026_07_28);
+                modern::stamp_meta(
+                    &mut params,
+                    version,
+                    &Self::capabilities(),
+                    &self.inner.config.client_name,
+                );
+                let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+                let req = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+                                 "params": params});
+                self.post(&session, &req, "subscriptions/listen").await?
+            } else {
+                self.get_stream(&session, None, "open the GET stream")
+                    .await?
+            };
             self.expect_ok(res, "open the GET stream").await
         };
         let res = within(self.inner.config.call_timeout, open).await?;
-        let stream = session.streams.listen_stream();
+        let mut stream = session.streams.listen_stream();
+        if session.modern {
+            // The `subscriptions/listen` stream ends when the server ends it: nothing to resume.
+            stream.keep_open(false);
+            stream.resumable(false);
+        }
         let body: Body = Box::pin(res.bytes_stream().map_err(ClientError::http("GET stream")));
         let me = self.clone();
         let resume_session = session.clone();
@@ -1626,7 +2050,7 @@ impl Client {
     /// Ends the session with `DELETE` (nothing to do for a sessionless server).
     pub async fn close(self) -> Result<(), ClientError> {
         let session = self.session();
-        if session.id.is_none() {
+        if session.id.is_none() || session.modern {
             return Ok(());
         }
         within(self.inner.config.call_timeout, self.delete(&session)).await
@@ -1648,6 +2072,10 @@ impl Drop for CancelOnDrop {
             return;
         };
         let id = self.id;
+        // On 2026-07-28 the dropped response stream is itself the cancellation.
+        if client.session().modern {
+            return;
+        }
         runtime.spawn(async move {
             let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                               "params": {"requestId": id, "reason": "the client dropped the call"}});
@@ -1676,6 +2104,31 @@ impl From<ClientError> for Attempt {
     fn from(e: ClientError) -> Self {
         Attempt::Client(e)
     }
+}
+
+/// Whether `needle` occurs in `data`, across its chunks (however small).
+fn contains(data: &Data, needle: &[u8]) -> bool {
+    let finder = memchr::memmem::Finder::new(needle);
+    let keep = needle.len().saturating_sub(1);
+    // The last `keep` bytes seen, to find a needle that spans chunks.
+    let mut tail: Vec<u8> = Vec::with_capacity(2 * keep);
+    for chunk in data.chunks() {
+        if finder.find(chunk).is_some() {
+            return true;
+        }
+        let head = &chunk[..chunk.len().min(keep)];
+        tail.extend_from_slice(head);
+        if finder.find(&tail).is_some() {
+            return true;
+        }
+        if chunk.len() >= keep {
+            tail.clear();
+            tail.extend_from_slice(&chunk[chunk.len() - keep..]);
+        } else if tail.len() > keep {
+            tail.drain(..tail.len() - keep);
+        }
+    }
+    false
 }
 
 fn params_of(req: &Value) -> Value {
@@ -1743,6 +2196,19 @@ mod tests {
         assert!(mime_is(Some("Application/JSON"), "application/json"));
         assert!(!mime_is(None, "application/json"));
         assert!(!mime_is(Some("text/plain"), "application/json"));
+    }
+
+    #[test]
+    fn a_needle_is_found_across_any_chunking() {
+        let text = br#"{"result":{"resultType":"input_required"}}"#;
+        for size in 1..text.len() {
+            let mut data = Data::default();
+            for chunk in text.chunks(size) {
+                data.push(Bytes::copy_from_slice(chunk));
+            }
+            assert!(contains(&data, b"\"input_required\""), "chunks of {size}");
+            assert!(!contains(&data, b"\"complete\""), "chunks of {size}");
+        }
     }
 
     #[test]

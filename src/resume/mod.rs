@@ -367,6 +367,7 @@ impl StreamConfig {
             attempts: 0,
             rng: self.jitter_seed.unwrap_or_else(crate::guard::random_seed) | 1,
             observe: false,
+            resumable: true,
             last_event: None,
             pending: None,
             ahead: Ahead::default(),
@@ -566,6 +567,8 @@ pub struct ResumableStream {
     attempts: u32,
     rng: u64,
     observe: bool,
+    /// `false`: a cut with a response outstanding ends the stream ([`ResumableStream::resumable`]).
+    resumable: bool,
     last_event: Option<EventInfo>,
     /// A failure decided outside `poll`, handed out by the next one.
     pending: Option<Output>,
@@ -624,6 +627,16 @@ impl ResumableStream {
     /// Reconnects even when nothing is outstanding (see [`StreamConfig::keep_open`]).
     pub fn keep_open(&mut self, on: bool) {
         self.config.keep_open = on;
+    }
+
+    /// Whether a cut stream may be resumed (default `true`). `false` for a protocol without
+    /// resumption (MCP 2026-07-28: closing a response stream cancels the request): a cut with a
+    /// response outstanding ends the stream with [`RefusalKind::Unresumable`] at once, whatever ids
+    /// the stream carried, and no reconnect is asked for. Everything else is decided as on a
+    /// resumable stream (the gate judges every message, the guard refuses a second, different
+    /// response to one id).
+    pub fn resumable(&mut self, on: bool) {
+        self.resumable = on;
     }
 
     /// Keeps an [`EventInfo`] of each event decided on (for reports such as `ssegate check`).
@@ -909,6 +922,21 @@ impl ResumableStream {
         if !resume.needed && !self.config.keep_open {
             self.state = State::Done;
             return Output::Finished;
+        }
+        if !self.resumable {
+            let (partial_bytes, partial_id) = match resume.discarded.take() {
+                Some(p) => (p.bytes, p.id),
+                None => (0, None),
+            };
+            let refusal = Refusal {
+                kind: RefusalKind::Unresumable {
+                    partial_bytes,
+                    partial_id,
+                },
+                cursor: None,
+                outstanding: self.guard.outstanding().to_vec(),
+            };
+            return self.fail(Failure::Refused(refusal));
         }
         let outstanding = || self.guard.outstanding().to_vec();
         if self.resumes >= self.config.max_resumes {

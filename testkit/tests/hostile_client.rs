@@ -453,7 +453,8 @@ fn a_followed_redirect_to_another_origin_carries_no_configured_header() {
     // The endpoint itself got them.
     assert!(first.iter().all(|r| r.header("x-api-key").is_some()));
     // The body of a 307 is sent again (the request is the same).
-    assert_eq!(reached[0].rpc_method().as_deref(), Some("initialize"));
+    // (The client's first request asks whether the server speaks 2026-07-28.)
+    assert_eq!(reached[0].rpc_method().as_deref(), Some("server/discover"));
 }
 
 #[test]

@@ -19,7 +19,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use ssegate::client::{CallOptions, Client, ClientConfig, ClientError, Handler, Response};
+use ssegate::client::{
+    CallOptions, Client, ClientConfig, ClientError, Handler, PROTOCOL_2026_07_28, PROTOCOL_VERSION,
+    Protocol, Response, Retry,
+};
 use ssegate::message::{Message, RpcId};
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 
@@ -30,8 +33,12 @@ use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 enum Sdk {
     /// interop/ts: `@modelcontextprotocol/sdk` on Node.
     Ts,
-    /// interop/py: PyPI `mcp` in interop/py/.venv.
+    /// interop/py: PyPI `mcp` in interop/py/.venv (both eras: `initialize`, and 2026-07-28 for a
+    /// request that declares it).
     Py,
+    /// interop/ts2026: `@modelcontextprotocol/server` 2.x on Node (2026-07-28, and stateless
+    /// 2025-era service).
+    Ts2026,
 }
 
 /// A server child process, killed on drop.
@@ -62,6 +69,16 @@ fn command(sdk: Sdk, flags: &[&str]) -> Result<Command, String> {
         Sdk::Ts => {
             let ts = dir.join("ts");
             let sdk_package = ts.join("node_modules/@modelcontextprotocol/sdk/package.json");
+            if !sdk_package.is_file() {
+                return Err(format!("{} is missing", sdk_package.display()));
+            }
+            let mut cmd = Command::new("node");
+            cmd.arg(ts.join("server.mjs")).current_dir(&ts);
+            cmd
+        }
+        Sdk::Ts2026 => {
+            let ts = dir.join("ts2026");
+            let sdk_package = ts.join("node_modules/@modelcontextprotocol/server/package.json");
             if !sdk_package.is_file() {
                 return Err(format!("{} is missing", sdk_package.display()));
             }
@@ -416,8 +433,21 @@ struct Rig {
 }
 
 impl Rig {
+    /// A rig on the 2025-era path (`initialize` with 2025-11-25, resumable streams), whatever
+    /// else the server speaks.
     async fn new(sdk: Sdk, flags: &[&str]) -> Option<Rig> {
-        Rig::with(sdk, flags, |_| {}).await
+        Rig::with(sdk, flags, |c| {
+            c.protocol_version(PROTOCOL_VERSION);
+        })
+        .await
+    }
+
+    /// A rig whose client negotiates ([`Protocol::Auto`]).
+    async fn auto(sdk: Sdk, flags: &[&str]) -> Option<Rig> {
+        Rig::with(sdk, flags, |c| {
+            c.protocol(Protocol::Auto);
+        })
+        .await
     }
 
     /// A rig whose client settings `adjust` changes.
@@ -936,6 +966,8 @@ async fn server_requests_are_answered_through_the_handler() {
     let sampler = Sampler::default();
     let seen = sampler.clone();
     let Some(rig) = Rig::with(Sdk::Py, &[], move |c| {
+        // Server requests on response streams: the 2025-era path (2026-07-28 has none).
+        c.protocol_version(PROTOCOL_VERSION);
         c.handler(Arc::new(sampler));
     })
     .await
@@ -978,4 +1010,165 @@ async fn server_requests_are_answered_through_the_handler() {
         ["sampling/createMessage", "ping", "sampling/createMessage"]
     );
     listener.abort();
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP 2026-07-28: stateless, no resumption
+
+/// The client negotiates the newest protocol each server speaks: 2026-07-28 with the Python SDK
+/// and `@modelcontextprotocol/server` 2.x, the `initialize` handshake (2025-11-25) with
+/// `@modelcontextprotocol/sdk` 1.x.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_server_gets_the_newest_protocol_it_speaks() {
+    for (sdk, version, stateless) in [
+        (Sdk::Ts, PROTOCOL_VERSION, false),
+        (Sdk::Py, PROTOCOL_2026_07_28, true),
+        (Sdk::Ts2026, PROTOCOL_2026_07_28, true),
+    ] {
+        let Some(rig) = Rig::auto(sdk, &[]).await else {
+            continue;
+        };
+        let label = rig.label().to_owned();
+        assert_eq!(
+            rig.client.protocol_version().as_deref(),
+            Some(version),
+            "{label}"
+        );
+        assert_eq!(rig.client.is_stateless(), stateless, "{label}");
+        assert_eq!(rig.client.discover_result().is_some(), stateless, "{label}");
+        if stateless {
+            assert_eq!(rig.client.session_id(), None, "{label}");
+        }
+        let r = rig
+            .client
+            .call_tool("echo", json!({"text": "héllo"}), false)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: echo: {e}"));
+        assert_eq!(texts(&r), ["héllo"], "{label}");
+        rig.client.clone().close().await.expect("close");
+    }
+}
+
+/// A `tools/call` through the proxy, its response cut at `cut` bytes (when given).
+async fn cut_call(
+    rig: &Rig,
+    cut: Option<u64>,
+    name: &str,
+    arguments: Value,
+    retry: Retry,
+) -> CallResult {
+    if let Some(n) = cut {
+        rig.proxy.set_next_cut(Cut::At(n));
+    }
+    let before = rig.proxy.stats().cuts;
+    let mut options = CallOptions::default();
+    options.retry(retry);
+    let result = rig
+        .client
+        .call_with(
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            &options,
+        )
+        .await;
+    rig.proxy.clear_cuts();
+    if cut.is_some() {
+        assert!(rig.proxy.stats().cuts > before, "{}: no cut", rig.label());
+    }
+    result
+}
+
+/// Through the fault proxy, a 4 MiB result cut in the middle on 2026-07-28 (a JSON body, or one
+/// SSE event): nothing is resumed; a read-only tool is issued again as a new request and its
+/// result arrives intact; a tool that is not idempotent is `OutcomeUnknown` and ran once (its
+/// counter says so); the same tool marked retryable by the caller is issued again and ran twice.
+async fn stateless_cuts(sdk: Sdk, flags: &[&str]) {
+    let Some(rig) = Rig::auto(sdk, flags).await else {
+        return;
+    };
+    let label = rig.label().to_owned();
+    assert!(rig.client.is_stateless(), "{label}: not on 2026-07-28");
+    // Known before any cut: the client lists tools once to learn their annotations and headers.
+    rig.client.list_tools().await.expect("tools/list");
+    let big = 4 << 20;
+    let count = || async {
+        let r = cut_call(&rig, None, "count", json!({}), Retry::IfSafe)
+            .await
+            .expect("count");
+        texts(&r)[0].parse::<u64>().expect("a number")
+    };
+
+    let r = cut_call(
+        &rig,
+        None,
+        "big_result",
+        json!({"size": big}),
+        Retry::IfSafe,
+    )
+    .await;
+    let r = assert_big(&label, "uncut", r, big);
+    assert_eq!(r.outcome.attempts, 1, "{label}: {:?}", r.outcome);
+
+    let r = cut_call(
+        &rig,
+        Some(big as u64 / 2),
+        "big_result",
+        json!({"size": big}),
+        Retry::IfSafe,
+    )
+    .await;
+    let r = assert_big(&label, "read-only, cut", r, big);
+    assert_eq!(r.outcome.attempts, 2, "{label}: {:?}", r.outcome);
+    assert_eq!(r.outcome.resumes, 0, "{label}: resumed on 2026-07-28");
+    assert_eq!(r.outcome.refusals.len(), 1, "{label}: {:?}", r.outcome);
+
+    let before = count().await;
+    let e = cut_call(
+        &rig,
+        Some(big as u64 / 2),
+        "charge",
+        json!({"size": big}),
+        Retry::IfSafe,
+    )
+    .await
+    .expect_err("a cut charge cannot be delivered");
+    assert!(
+        matches!(e, ClientError::OutcomeUnknown { .. }),
+        "{label}: {e}"
+    );
+    assert_eq!(count().await, before + 1, "{label}: charge ran again");
+
+    let r = cut_call(
+        &rig,
+        Some(big as u64 / 2),
+        "charge",
+        json!({"size": big}),
+        Retry::Always,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{label}: retryable charge: {e}"));
+    let t = texts(&r);
+    assert_eq!(t[0], format!("charged {}", before + 3), "{label}");
+    assert!(t[1] == pattern(big), "{label}: the receipt is not intact");
+    assert_eq!(r.outcome.attempts, 2, "{label}: {:?}", r.outcome);
+    assert_eq!(
+        count().await,
+        before + 3,
+        "{label}: ran once cut, once whole"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_2026_07_28_cuts() {
+    stateless_cuts(Sdk::Py, &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_server_2026_07_28_cuts_json() {
+    stateless_cuts(Sdk::Ts2026, &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_server_2026_07_28_cuts_sse() {
+    stateless_cuts(Sdk::Ts2026, &["--response-mode", "sse"]).await;
 }

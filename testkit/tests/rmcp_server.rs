@@ -130,6 +130,8 @@ async fn connect(proxy: &RunningProxy) -> Client {
     let mut config = ClientConfig::default();
     // Every request on a fresh connection, so a queued cut hits exactly the next request.
     config.reuse_connections(false);
+    // rmcp 3.11 speaks 2026-07-28 too; these tests are about the resumable 2025-era path.
+    config.protocol_version(ssegate::client::PROTOCOL_VERSION);
     Client::connect(&format!("http://{}/mcp", proxy.addr()), config)
         .await
         .unwrap()
