@@ -33,8 +33,12 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header::{self, HeaderValue};
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use tracing::debug;
 
-use crate::client::{Client, ClientConfig, ClientError};
+use crate::client::{
+    Client, ClientConfig, ClientError, MODERN_VERSIONS, PROTOCOL_2026_07_28, PROTOCOL_VERSION,
+    Protocol,
+};
 use crate::guard::{
     ConnectionEnd, Decision, Guard, ReconnectResponse, Refusal, RefusalKind, Restart, Skip,
 };
@@ -219,11 +223,62 @@ impl IdScheme {
     }
 }
 
+/// Which generation of tasks a server offers for `tools/call`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Tasks {
+    /// None.
+    None,
+    /// The experimental tasks of 2025-11-25 (`capabilities.tasks.requests.tools.call`).
+    Experimental,
+    /// The `io.modelcontextprotocol/tasks` extension of 2026-07-28.
+    Extension,
+}
+
+impl Tasks {
+    /// The name in the JSON report: `none`, `2025-11-25` or `io.modelcontextprotocol/tasks`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tasks::None => "none",
+            Tasks::Experimental => "2025-11-25",
+            Tasks::Extension => TASKS_EXTENSION,
+        }
+    }
+
+    /// The tasks a server's capabilities offer (`stateless`: from `server/discover`).
+    pub fn from_capabilities(capabilities: &Value, stateless: bool) -> Tasks {
+        if stateless {
+            if capabilities["extensions"].get(TASKS_EXTENSION).is_some() {
+                return Tasks::Extension;
+            }
+        } else if capabilities["tasks"]["requests"]["tools"]
+            .get("call")
+            .is_some()
+        {
+            return Tasks::Experimental;
+        }
+        Tasks::None
+    }
+}
+
+/// How long the probe waits for a `server/discover` answer before it concludes the server does not
+/// speak 2026-07-28.
+const MODERN_CHECK: Duration = Duration::from_secs(10);
+
+/// The identifier of the 2026-07-28 tasks extension.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// What the probe learnt about the server itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerInfo {
-    /// The protocol version the server chose.
+    /// Every protocol version the server accepted, newest first: 2026-07-28 when it answered
+    /// `server/discover`, and the version it chose in `initialize`.
+    pub protocol_versions: Vec<String>,
+    /// The tasks it offers for `tools/call` (the newest generation, when both).
+    pub tasks: Tasks,
+    /// The protocol version the resumption rounds ran on (the `initialize` one; `None` for a
+    /// server that speaks 2026-07-28 only, which has no resumption to probe).
     pub protocol_version: Option<String>,
     /// Whether it gave an `Mcp-Session-Id`.
     pub session: bool,
@@ -255,6 +310,12 @@ impl Report {
 
     /// What a client must do with this server, in words.
     pub fn advice(&self) -> String {
+        if self.rounds.is_empty() && self.server.protocol_version.is_none() {
+            return "2026-07-28 only: streams are never resumed and a cut loses (cancels) the \
+                    request; a guarded client re-issues only calls that are safe to repeat and \
+                    reports the others as outcome unknown; a result survives a cut only as a task"
+                .to_owned();
+        }
         if self.resumable() {
             return "resume in place with Last-Event-ID; discard a partial event before the replay and drop \
                     exact replays (ssegate's guard does both)"
@@ -299,6 +360,8 @@ impl Report {
     pub fn to_json(&self) -> Value {
         json!({
             "server": {
+                "protocolVersions": self.server.protocol_versions,
+                "tasks": self.server.tasks.as_str(),
                 "protocol_version": self.server.protocol_version,
                 "session": self.server.session,
                 "priming": self.server.priming,
@@ -441,12 +504,7 @@ impl Default for ProbeConfig {
     /// decoder's default limits (64 MiB per event and per line).
     fn default() -> Self {
         ProbeConfig {
-            client: {
-                // The probe finds out how a server's streams resume: the 2025-era path.
-                let mut c = ClientConfig::default();
-                c.protocol_version(crate::client::PROTOCOL_VERSION);
-                c
-            },
+            client: ClientConfig::default(),
             tool: None,
             args: json!({}),
             replay_timeout: Duration::from_secs(5),
@@ -1112,7 +1170,58 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
     };
     let mut client_config = config.client.clone();
     client_config.reuse_connections(false);
-    let client = Client::connect(url, client_config).await?;
+    // Which eras the server speaks: 2026-07-28 (stateless, never resumable: a cut loses the
+    // request) first, under a short deadline so a broken server cannot spend the probe's.
+    let mut versions = Vec::new();
+    let mut tasks = Tasks::None;
+    let try_modern = matches!(client_config.protocol_setting(), Protocol::Auto)
+        || matches!(client_config.protocol_setting(), Protocol::Only(v) if MODERN_VERSIONS.contains(&v.as_str()));
+    if try_modern {
+        let mut modern = client_config.clone();
+        modern
+            .protocol_version(PROTOCOL_2026_07_28)
+            .call_timeout(Some(MODERN_CHECK.min(config.timeout)));
+        match Client::connect(url, modern).await {
+            Ok(c) => {
+                versions.extend(c.protocol_version());
+                if let Some(caps) = c.server_capabilities() {
+                    tasks = Tasks::from_capabilities(&caps, true);
+                }
+            }
+            Err(e) => debug!(error = %e, "no 2026-07-28"),
+        }
+    }
+    // The resumption rounds run on the 2025-era path.
+    if matches!(client_config.protocol_setting(), Protocol::Auto) {
+        client_config.protocol_version(PROTOCOL_VERSION);
+    }
+    let client = match Client::connect(url, client_config).await {
+        Ok(client) => client,
+        // A 2026-07-28-only server: nothing to resume, by the protocol's design.
+        Err(e) if !versions.is_empty() => {
+            debug!(error = %e, "no 2025-era session");
+            return Ok(Report {
+                server: ServerInfo {
+                    protocol_versions: versions,
+                    tasks,
+                    protocol_version: None,
+                    session: false,
+                    priming: false,
+                    retry_ms: None,
+                    id_scheme: IdScheme::None,
+                    tool: config.tool.clone().unwrap_or_default(),
+                },
+                rounds: Vec::new(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    versions.extend(client.protocol_version());
+    if tasks == Tasks::None
+        && let Some(caps) = client.server_capabilities()
+    {
+        tasks = Tasks::from_capabilities(&caps, false);
+    }
     let tool = match &config.tool {
         Some(t) => t.clone(),
         None => {
@@ -1181,6 +1290,8 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
         }
     };
     let mut info = ServerInfo {
+        protocol_versions: versions,
+        tasks,
         protocol_version: client.protocol_version(),
         session: client.session_id().is_some(),
         priming: base.conn.first_priming == Some(true),

@@ -559,7 +559,7 @@ fn broken_http() {
         10,
         &[],
     );
-    assert_could_not_run("redirect loop", &run, "server/discover");
+    assert_could_not_run("redirect loop", &run, "initialize");
     let run = simple("malformed head", Misbehaviour::MalformedHead, 10, &[]);
     assert_could_not_run("malformed head", &run, "invalid HTTP status-code");
     let run = simple(

@@ -394,6 +394,11 @@ impl ClientConfig {
         self
     }
 
+    /// The protocol setting ([`ClientConfig::protocol`]).
+    pub fn protocol_setting(&self) -> &Protocol {
+        &self.protocol
+    }
+
     /// Speaks this version only: `protocol(Protocol::Only(version))`.
     pub fn protocol_version(&mut self, version: impl Into<String>) -> &mut Self {
         self.protocol = Protocol::Only(version.into());
@@ -784,6 +789,8 @@ struct Session {
     modern: bool,
     /// The `server/discover` result of a stateless server.
     discover: Option<Arc<Value>>,
+    /// The server's capabilities (from `initialize` or `server/discover`).
+    capabilities: Option<Arc<Value>>,
     /// Bumped at each new session, so concurrent calls renegotiate once.
     generation: u64,
     /// The session's streams, sharing outstanding requests and response deduplication.
@@ -913,6 +920,11 @@ impl Client {
     /// a cut response stream is a lost (cancelled) request.
     pub fn is_stateless(&self) -> bool {
         self.session().modern
+    }
+
+    /// The server's capabilities, as `initialize` or `server/discover` gave them.
+    pub fn server_capabilities(&self) -> Option<Arc<Value>> {
+        self.session().capabilities
     }
 
     /// The stateless server's `server/discover` result (`supportedVersions`, `capabilities`,
@@ -1215,9 +1227,9 @@ impl Client {
         s.id = None;
         s.protocol_version = Some(version);
         s.modern = true;
-        s.discover = Some(Arc::new(
-            discover.get("result").cloned().unwrap_or(Value::Null),
-        ));
+        let result = discover.get("result").cloned().unwrap_or(Value::Null);
+        s.capabilities = Some(Arc::new(result["capabilities"].clone()));
+        s.discover = Some(Arc::new(result));
         s.generation += 1;
         s.streams = resume::Session::new(self.inner.config.stream.clone());
         self.inner.sessions_opened.fetch_add(1, Ordering::Relaxed);
@@ -1293,6 +1305,7 @@ impl Client {
             s.protocol_version = Some(version);
             s.modern = false;
             s.discover = None;
+            s.capabilities = Some(Arc::new(value["result"]["capabilities"].clone()));
             s.generation += 1;
             s.streams = fresh.streams.clone();
             s.clone()
