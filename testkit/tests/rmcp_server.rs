@@ -349,3 +349,81 @@ async fn rmcp_client_on_the_guarded_stack_against_rmcp_server() {
     .await
     .expect("bounded time");
 }
+
+/// rmcp's own client on 2026-07-28 (`server/discover`, per-request `_meta`) on `GuardedHttpClient`
+/// against the rmcp server: uncut, the exact text; cut in the middle of the result, either the
+/// exact text (rmcp's server still ids its streams and replays them, and the guard judges the
+/// replay as on any stream) or a typed refusal, in bounded time, never a silent loss, a hang or a
+/// reconnect loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_on_2026_07_28_on_the_guarded_stack() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, ServiceError};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use ssegate::rmcp::{GuardedHttpClient, REFUSED};
+
+    tokio::time::timeout(LIMIT, async {
+        let (big, _addr, _server, proxy) = start().await;
+        let want = big.text.as_str();
+        let mut config = ClientConfig::default();
+        config.reuse_connections(false);
+        let http = GuardedHttpClient::new(config).unwrap();
+        let transport = StreamableHttpClientTransport::with_client(
+            http.clone(),
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr())),
+        );
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let client = ().serve_with_lifecycle(transport, lifecycle).await.unwrap();
+        let version = client.peer_info().map(|i| i.protocol_version.clone());
+        assert_eq!(version, Some(ProtocolVersion::V_2026_07_28));
+
+        let before = proxy.stats().bytes_down;
+        let whole = client
+            .call_tool(CallToolRequestParams::new("big_result"))
+            .await
+            .unwrap();
+        let size = proxy.stats().bytes_down - before;
+        assert!(whole.content[0].as_text().unwrap().text == want, "uncut");
+
+        proxy.set_next_cut(Cut::At(size / 2));
+        let runs = big.runs.load(Ordering::SeqCst);
+        let t0 = Instant::now();
+        let outcome = client
+            .call_tool(CallToolRequestParams::new("big_result"))
+            .await;
+        let took = t0.elapsed();
+        assert_eq!(proxy.stats().cuts, 1, "the call was cut");
+        match outcome {
+            Ok(r) => assert!(
+                r.content[0].as_text().unwrap().text == want,
+                "a torn result"
+            ),
+            Err(ServiceError::McpError(error)) => {
+                assert_eq!(error.code.0, REFUSED, "{error:?}");
+                let failure = http.failure_of(&error).expect("the typed failure");
+                eprintln!("rmcp client on 2026-07-28, cut call: {failure} after {took:?}");
+            }
+            Err(other) => panic!("neither the result nor a typed refusal: {other:?}"),
+        }
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+        assert_eq!(
+            big.runs.load(Ordering::SeqCst) - runs,
+            1,
+            "the tool ran again"
+        );
+        let connections = proxy.stats().connections;
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        assert_eq!(
+            proxy.stats().connections,
+            connections,
+            "rmcp kept reconnecting"
+        );
+        client.cancel().await.unwrap();
+        proxy.shutdown().await;
+    })
+    .await
+    .expect("bounded time");
+}
