@@ -4,7 +4,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod call;
 mod check;
+mod client_args;
 mod demo;
 mod events;
 mod gate;
@@ -37,6 +39,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Probe a live MCP server: how it behaves when a stream is cut and resumed.
     Probe(probe::ProbeArgs),
+    /// Call one tool on a live MCP server: the result on stdout; lost streams resumed, or re-issued
+    /// only as --retry allows.
+    #[command(after_help = call::EXIT_STATUS)]
+    Call(call::CallArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,5 +58,6 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Probe(args) => probe::run(&args),
+        Command::Call(args) => call::run(&args),
     }
 }

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ssegate::client::ClientConfig;
 use ssegate::probe::{ProbeConfig, Report, probe};
+
+use crate::client_args::{client_config, seconds};
 
 /// Probe a live MCP server's resumption behaviour: initialize, list tools, call a tool, cut the
 /// connection in the middle of its largest event and (second round) at the event boundary before
@@ -49,35 +50,8 @@ pub(crate) struct ProbeArgs {
     json: bool,
 }
 
-fn seconds(text: &str) -> Result<f64, String> {
-    let secs: f64 = text.parse().map_err(|e| format!("{e}"))?;
-    if secs.is_finite() && secs > 0.0 && secs < 1e9 {
-        Ok(secs)
-    } else {
-        Err("expected a positive number of seconds".to_owned())
-    }
-}
-
 fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
-    let mut client = ClientConfig::default();
-    for h in &args.headers {
-        let (name, value) = h
-            .split_once(':')
-            .ok_or_else(|| format!("--header {h:?}: expected `Name: value`"))?;
-        let name = name
-            .trim()
-            .parse()
-            .map_err(|e| format!("--header {h:?}: {e}"))?;
-        let value = value
-            .trim()
-            .parse()
-            .map_err(|e| format!("--header {h:?}: {e}"))?;
-        client.header(name, value);
-    }
-    if let Some(path) = &args.cacert {
-        let pem = std::fs::read(path).map_err(|e| format!("--cacert {}: {e}", path.display()))?;
-        client.root_certificate_pem(&pem);
-    }
+    let client = client_config(&args.headers, args.cacert.as_deref())?;
     let mut config = ProbeConfig::default();
     config
         .client(client)

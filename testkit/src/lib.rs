@@ -8,6 +8,8 @@
 //! - [`hostile`]: a deliberately misbehaving MCP server on raw TCP, one [`hostile::Misbehaviour`]
 //!   per instance (endless bodies, trickles, malformed and huge heads, foreign resumes, ...).
 //! - [`tls`]: a TLS front with a generated self-signed certificate, and a `CONNECT` proxy.
+//! - [`interop`]: the official MCP SDKs' servers of the repository's `interop/`, started as child
+//!   processes on loopback (skipped loudly, or failed under `CI`, when not installed).
 //! - [`demo`]: the harness behind `ssegate demo`, with the naive appending client
 //!   ([`demo::NaiveClient`]) and the guarded [`ssegate::client::Client`].
 //!
@@ -21,6 +23,7 @@ pub mod demo;
 pub mod hostile;
 mod http1;
 pub use http1::WireError;
+pub mod interop;
 pub mod proxy;
 pub mod server;
 pub mod tls;

@@ -9,6 +9,9 @@
 //! upstream connection. A connection whose responses end before byte `N` is not cut. After a cut the
 //! proxy holds the next connection for [`ProxyConfig::accept_delay`] before serving it (the kernel
 //! still completes the TCP handshake), like a client's reconnect delay in the field.
+//! [`RunningProxy::set_max_cuts`] bounds the cuts in all: with a default cut and a budget of one,
+//! exactly the first connection to reach the offset is cut, whichever connection a pooling client
+//! sent the request on, and every later one (a re-issue, a resume) passes whole.
 //!
 //! The proxy binds only to `127.0.0.1`.
 //!
@@ -114,6 +117,7 @@ impl ProxyConfig {
                 rng: self.seed,
                 hold_until: None,
                 last_cut: None,
+                max_cuts: None,
             }),
             accept_delay: self.accept_delay,
             stats: Stats::default(),
@@ -169,6 +173,8 @@ struct Plan {
     rng: u64,
     hold_until: Option<Instant>,
     last_cut: Option<CutEvent>,
+    /// Most cuts in all ([`RunningProxy::set_max_cuts`]).
+    max_cuts: Option<u64>,
 }
 
 impl Plan {
@@ -214,6 +220,17 @@ impl Shared {
     fn plan(&self) -> std::sync::MutexGuard<'_, Plan> {
         self.plan.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Counts a cut about to happen, unless [`Plan::max_cuts`] are spent (then `false`).
+    fn claim_cut(&self) -> bool {
+        let plan = self.plan();
+        let cuts = self.stats.cuts.load(Ordering::Relaxed);
+        if plan.max_cuts.is_some_and(|max| cuts >= max) {
+            return false;
+        }
+        self.stats.cuts.store(cuts + 1, Ordering::Relaxed);
+        true
+    }
 }
 
 /// A proxy accepting connections. Dropping it stops the proxy too.
@@ -239,6 +256,13 @@ impl RunningProxy {
     /// Replaces the cut used when the queue is empty.
     pub fn set_default_cut(&self, cut: Cut) {
         self.shared.plan().default = cut;
+    }
+
+    /// Bounds the cuts in all, those made so far included (`None`: no bound, the default). A
+    /// connection that reaches its cut offset once they are spent is forwarded whole; the bound is
+    /// checked when the offset is reached, so it holds for connections accepted before it was set.
+    pub fn set_max_cuts(&self, max: Option<u64>) {
+        self.shared.plan().max_cuts = max;
     }
 
     /// Empties the queue of cuts.
@@ -354,6 +378,7 @@ async fn forward(
         let down = async {
             let mut buf = vec![0u8; BUF];
             let mut sent = 0u64;
+            let mut cut = cut;
             loop {
                 let k = match ur.read(&mut buf).await {
                     Ok(0) | Err(_) => {
@@ -369,7 +394,18 @@ async fn forward(
                 sent += pass as u64;
                 stats.bytes_down.fetch_add(pass as u64, Ordering::Relaxed);
                 if cut == Some(sent) {
-                    return Down::Cut(sent);
+                    if shared.claim_cut() {
+                        return Down::Cut(sent);
+                    }
+                    // The cuts are spent: this connection passes whole.
+                    cut = None;
+                    if cw.write_all(&buf[pass..k]).await.is_err() {
+                        return Down::Ended;
+                    }
+                    sent += (k - pass) as u64;
+                    stats
+                        .bytes_down
+                        .fetch_add((k - pass) as u64, Ordering::Relaxed);
                 }
             }
         };
@@ -385,7 +421,7 @@ async fn forward(
     match down_result {
         Down::Ended => debug!("connection ended"),
         Down::Cut(offset) => {
-            stats.cuts.fetch_add(1, Ordering::Relaxed);
+            // Counted by `claim_cut`.
             {
                 let mut plan = shared.plan();
                 plan.last_cut = Some(CutEvent {

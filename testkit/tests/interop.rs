@@ -8,14 +8,12 @@
 //! server, maps the body's SSE events to wire offsets (HTTP head and chunk framing included, as the
 //! proxy counts them), and cuts at those offsets.
 //!
-//! The servers are installed by `interop/setup`. When they are missing the tests fail if `CI` is
-//! set, and otherwise skip with a loud message.
+//! The servers are started by `ssegate_testkit::interop` and installed by `interop/setup`. When they
+//! are missing the tests fail if `CI` is set, and otherwise skip with a loud message.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -24,146 +22,8 @@ use ssegate::client::{
     Protocol, Response, Retry,
 };
 use ssegate::message::{Message, RpcId};
+use ssegate_testkit::interop::{Sdk, Server, start};
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
-
-// ---------------------------------------------------------------------------------------------
-// The servers
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sdk {
-    /// interop/ts: `@modelcontextprotocol/sdk` on Node.
-    Ts,
-    /// interop/py: PyPI `mcp` in interop/py/.venv (both eras: `initialize`, and 2026-07-28 for a
-    /// request that declares it).
-    Py,
-    /// interop/ts2026: `@modelcontextprotocol/server` 2.x on Node (2026-07-28, and stateless
-    /// 2025-era service).
-    Ts2026,
-}
-
-/// A server child process, killed on drop.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    label: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn interop_dir() -> Option<PathBuf> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|p| p.join("interop"))
-        .find(|p| p.join("setup").is_file())
-}
-
-/// The command that starts `sdk`'s server, or why it cannot be started.
-fn command(sdk: Sdk, flags: &[&str]) -> Result<Command, String> {
-    let dir = interop_dir().ok_or("no interop/ directory above the crate")?;
-    let mut cmd = match sdk {
-        Sdk::Ts => {
-            let ts = dir.join("ts");
-            let sdk_package = ts.join("node_modules/@modelcontextprotocol/sdk/package.json");
-            if !sdk_package.is_file() {
-                return Err(format!("{} is missing", sdk_package.display()));
-            }
-            let mut cmd = Command::new("node");
-            cmd.arg(ts.join("server.mjs")).current_dir(&ts);
-            cmd
-        }
-        Sdk::Ts2026 => {
-            let ts = dir.join("ts2026");
-            let sdk_package = ts.join("node_modules/@modelcontextprotocol/server/package.json");
-            if !sdk_package.is_file() {
-                return Err(format!("{} is missing", sdk_package.display()));
-            }
-            let mut cmd = Command::new("node");
-            cmd.arg(ts.join("server.mjs")).current_dir(&ts);
-            cmd
-        }
-        Sdk::Py => {
-            let py = dir.join("py");
-            let python = py.join(".venv/bin/python");
-            if !python.is_file() {
-                return Err(format!("{} is missing", python.display()));
-            }
-            let mut cmd = Command::new(python);
-            cmd.arg(py.join("server.py")).current_dir(&py);
-            cmd
-        }
-    };
-    cmd.args(["--host", "127.0.0.1", "--port", "0"]).args(flags);
-    Ok(cmd)
-}
-
-/// Servers that are not installed fail the test under CI and skip it (loudly) elsewhere.
-fn missing(what: &str, why: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("interop: the {what} server cannot run under CI ({why}); run interop/setup");
-    }
-    // Straight to the process's stderr: the test harness captures `eprintln!` of passing tests.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n!!!!! SKIPPED: interop test with the {what} server: {why}\n\
-         !!!!! run `interop/setup` to install the official-SDK servers (CI=1 makes this a failure)\n"
-    );
-}
-
-/// Starts a server on a free loopback port and waits until it listens (it prints
-/// `listening http://ADDR/mcp` once bound). `None` when it is not installed (and not under CI).
-fn start(sdk: Sdk, flags: &[&str]) -> Option<Server> {
-    let label = format!("{sdk:?} {}", flags.join(" ")).trim().to_owned();
-    let mut cmd = match command(sdk, flags) {
-        Ok(cmd) => cmd,
-        Err(why) => {
-            missing(&label, &why);
-            return None;
-        }
-    };
-    let mut child = match cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => {
-            missing(&label, &format!("cannot start {cmd:?}: {e}"));
-            return None;
-        }
-    };
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        for line in lines.by_ref() {
-            let Ok(line) = line else { return };
-            if let Some(rest) = line.strip_prefix("listening http://") {
-                let _ = tx.send(rest.trim_end_matches("/mcp").to_owned());
-                break;
-            }
-        }
-        // Keep draining so the child never blocks on a full pipe.
-        for _ in lines {}
-    });
-    let mut server = Server {
-        child,
-        addr: "0.0.0.0:0".parse().expect("an address"),
-        label,
-    };
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(addr) => {
-            server.addr = addr.parse().expect("the server prints its address");
-            Some(server)
-        }
-        Err(e) => panic!("{}: never said it was listening ({e})", server.label),
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The model of what the servers send
@@ -455,7 +315,7 @@ impl Rig {
         let server = start(sdk, flags)?;
         let mut proxy = ProxyConfig::default();
         proxy.accept_delay(Duration::from_millis(50));
-        let proxy = proxy.start(server.addr).await.expect("start the proxy");
+        let proxy = proxy.start(server.addr()).await.expect("start the proxy");
         let notes = Recorder::default();
         let mut config = ClientConfig::default();
         config
@@ -466,7 +326,7 @@ impl Rig {
         let url = format!("http://{}/mcp", proxy.addr());
         let client = Client::connect(&url, config)
             .await
-            .unwrap_or_else(|e| panic!("{}: connect: {e}", server.label));
+            .unwrap_or_else(|e| panic!("{}: connect: {e}", server.label()));
         Some(Rig {
             server,
             proxy,
@@ -478,7 +338,7 @@ impl Rig {
     }
 
     fn label(&self) -> &str {
-        &self.server.label
+        self.server.label()
     }
 
     /// The layout `tools/call name(arguments)` will have as the client's next request (runs the
@@ -491,7 +351,7 @@ impl Rig {
         }
         let body =
             json!({"jsonrpc": "2.0", "id": self.raw_id, "method": "tools/call", "params": params});
-        let addr = self.server.addr;
+        let addr = self.server.addr();
         let client = self.client.clone();
         let wire = tokio::task::spawn_blocking(move || wire(addr, &client, &body))
             .await
@@ -806,25 +666,25 @@ async fn probe_classifies_each_sdk() {
         config
             .tool("big_result", json!({"size": 256 << 10}))
             .replay_timeout(Duration::from_secs(2));
-        let report = probe(&format!("http://{}/mcp", server.addr), &config)
+        let report = probe(&format!("http://{}/mcp", server.addr()), &config)
             .await
-            .unwrap_or_else(|e| panic!("{}: probe: {e}", server.label));
+            .unwrap_or_else(|e| panic!("{}: probe: {e}", server.label()));
         let got: Vec<_> = report.rounds.iter().map(|r| r.behaviour.as_str()).collect();
-        assert_eq!(got, behaviours, "{}: {:?}", server.label, report.rounds);
-        assert_eq!(report.server.priming, priming, "{}", server.label);
-        assert_eq!(report.resumable(), resumable, "{}", server.label);
+        assert_eq!(got, behaviours, "{}: {:?}", server.label(), report.rounds);
+        assert_eq!(report.server.priming, priming, "{}", server.label());
+        assert_eq!(report.resumable(), resumable, "{}", server.label());
         assert_eq!(
             report.server.protocol_version.as_deref(),
             Some("2025-11-25"),
             "{}",
-            server.label
+            server.label()
         );
         let scheme = if priming {
             IdScheme::Opaque
         } else {
             IdScheme::None
         };
-        assert_eq!(report.server.id_scheme, scheme, "{}", server.label);
+        assert_eq!(report.server.id_scheme, scheme, "{}", server.label());
     }
 }
 

@@ -377,6 +377,63 @@ async fn proxy_cut_forwards_exact_bytes_then_resets() {
     .unwrap();
 }
 
+/// A budget of cuts: with a default cut on every connection, only as many connections are cut as the
+/// budget allows, counted when the offset is reached (connections accepted earlier included); the
+/// others pass whole.
+#[tokio::test]
+async fn proxy_max_cuts_bounds_the_cuts_in_all() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, proxy) = start(ServerMode::Strict).await;
+        let session = initialize(server.addr()).await;
+        proxy.set_default_cut(Cut::At(20_000));
+        proxy.set_max_cuts(Some(1));
+        let first = post(
+            proxy.addr(),
+            Some(&session),
+            call(1, "big_result", json!({})),
+        )
+        .await;
+        assert!(first.broken);
+        assert_eq!(proxy.last_cut().unwrap().offset, 20_000);
+        for id in 2..4 {
+            let r = post(
+                proxy.addr(),
+                Some(&session),
+                call(id, "big_result", json!({})),
+            )
+            .await;
+            assert!(!r.broken, "request {id}: the budget is spent");
+            assert_eq!(
+                events(&r.body).last().unwrap().data,
+                expected_result(&json!(id), RESULT, SEED)
+            );
+        }
+        assert_eq!(proxy.stats().cuts, 1);
+        // One more: the next connection to reach the offset is cut.
+        proxy.set_max_cuts(Some(2));
+        let r = post(
+            proxy.addr(),
+            Some(&session),
+            call(4, "big_result", json!({})),
+        )
+        .await;
+        assert!(r.broken);
+        proxy.set_max_cuts(None);
+        let r = post(
+            proxy.addr(),
+            Some(&session),
+            call(5, "big_result", json!({})),
+        )
+        .await;
+        assert!(r.broken, "no bound: the default cut again");
+        assert_eq!(proxy.stats().cuts, 3);
+        proxy.shutdown().await;
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn proxy_random_cuts_are_seeded_and_delay_the_next_connection() {
     tokio::time::timeout(LIMIT, async {
