@@ -70,6 +70,11 @@ fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
 fn print_text(report: &Report) {
     let s = &report.server;
     println!(
+        "versions  {} | tasks {}",
+        s.protocol_versions.join(", "),
+        s.tasks.as_str()
+    );
+    println!(
         "server    protocol {} | session {} | priming {} | retry {} | ids {} | tool {}",
         s.protocol_version.as_deref().unwrap_or("?"),
         if s.session { "yes" } else { "no (sessionless)" },

@@ -679,6 +679,19 @@ async fn probe_classifies_each_sdk() {
             "{}",
             server.label()
         );
+        // The Python SDK also speaks 2026-07-28; the 1.x TypeScript SDK does not.
+        let versions: &[&str] = if sdk == Sdk::Py {
+            &["2026-07-28", "2025-11-25"]
+        } else {
+            &["2025-11-25"]
+        };
+        assert_eq!(
+            report.server.protocol_versions,
+            versions,
+            "{}",
+            server.label()
+        );
+        assert_eq!(report.server.tasks.as_str(), "none", "{}", server.label());
         let scheme = if priming {
             IdScheme::Opaque
         } else {
