@@ -1105,8 +1105,15 @@ impl Client {
         let pinned = offer.is_some();
         let mut version = offer.unwrap_or_else(|| MODERN_VERSIONS[0].to_owned());
         // One corrective round: a modern server that refused the version asked for.
-        for _ in 0..2 {
-            let (era, answer) = self.discover(&version).await?;
+        for round in 0..2 {
+            // The first request of a client takes id 0 (as `initialize` does); a corrective
+            // retry is a new request with a new id.
+            let id = if round == 0 {
+                0
+            } else {
+                self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+            };
+            let (era, answer) = self.discover(&version, id).await?;
             debug!(?era, version, "server/discover answered");
             match era {
                 modern::Era::Modern(v) => return self.open_modern(v, answer),
@@ -1146,7 +1153,7 @@ impl Client {
 
     /// Sends `server/discover` as a 2026-07-28 request speaking `version`: the era its answer
     /// shows, and the answer (the JSON-RPC response, or the error body's JSON).
-    async fn discover(&self, version: &str) -> Result<(modern::Era, Value), ClientError> {
+    async fn discover(&self, version: &str, id: i64) -> Result<(modern::Era, Value), ClientError> {
         let fresh = Session {
             protocol_version: Some(version.to_owned()),
             modern: true,
@@ -1160,7 +1167,8 @@ impl Client {
             &Self::capabilities(),
             &self.inner.config.client_name,
         );
-        let req = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": params});
+        let req =
+            json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": params});
         let res = self.post(&fresh, &req, "server/discover").await?;
         let status = res.status().as_u16();
         if !res.status().is_success() {
@@ -1186,7 +1194,7 @@ impl Client {
             .answer(
                 res,
                 &fresh,
-                RpcId::Number(0),
+                RpcId::Number(id),
                 stream,
                 None,
                 &mut Outcome::default(),
