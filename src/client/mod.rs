@@ -1215,17 +1215,7 @@ impl Client {
             Err(Attempt::Client(ClientError::Protocol(_))) => {
                 Ok((modern::Era::Legacy(None), Value::Null))
             }
-            Err(Attempt::Client(e)) | Err(Attempt::Busy(e, _)) => Err(e),
-            Err(Attempt::Lost(f, _, transport)) => Err(ClientError::Refused {
-                failure: Box::new(f),
-                attempts: 1,
-                transport,
-            }),
-            Err(Attempt::NotTaken(f)) => Err(ClientError::Refused {
-                failure: Box::new(f),
-                attempts: 1,
-                transport: None,
-            }),
+            Err(a) => Err(a.into_error()),
         }
     }
 
@@ -1281,20 +1271,7 @@ impl Client {
                 &mut Outcome::default(),
             )
             .await
-            .map_err(|e| match e {
-                Attempt::Client(e) => e,
-                Attempt::Lost(f, _, transport) => ClientError::Refused {
-                    failure: Box::new(f),
-                    attempts: 1,
-                    transport,
-                },
-                Attempt::NotTaken(f) => ClientError::Refused {
-                    failure: Box::new(f),
-                    attempts: 1,
-                    transport: None,
-                },
-                Attempt::Busy(e, _) => e,
-            })?;
+            .map_err(Attempt::into_error)?;
         let value: Value = answer
             .deserialize()
             .map_err(|e| ClientError::Protocol(ProtocolError::InitializeError(e.to_string())))?;
@@ -2119,6 +2096,26 @@ enum Attempt {
     NotTaken(Failure),
     /// The server answered `429` or `503` (the error, its `Retry-After`): the request was not taken.
     Busy(ClientError, Option<Duration>),
+}
+
+impl Attempt {
+    /// The error of a single-attempt exchange (`initialize`, `server/discover`): a lost stream is
+    /// a refusal after one attempt.
+    fn into_error(self) -> ClientError {
+        match self {
+            Attempt::Client(e) | Attempt::Busy(e, _) => e,
+            Attempt::Lost(f, _, transport) => ClientError::Refused {
+                failure: Box::new(f),
+                attempts: 1,
+                transport,
+            },
+            Attempt::NotTaken(f) => ClientError::Refused {
+                failure: Box::new(f),
+                attempts: 1,
+                transport: None,
+            },
+        }
+    }
 }
 
 impl From<ClientError> for Attempt {
