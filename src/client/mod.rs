@@ -1146,6 +1146,21 @@ impl Client {
         ])))
     }
 
+    /// Adds the 2026-07-28 `_meta` fields of `session` (its version, the client's capabilities and
+    /// name) to a request's `params`.
+    fn stamp(&self, params: &mut Value, session: &Session) {
+        let version = session
+            .protocol_version
+            .as_deref()
+            .unwrap_or(PROTOCOL_2026_07_28);
+        modern::stamp_meta(
+            params,
+            version,
+            &Self::capabilities(),
+            &self.inner.config.client_name,
+        );
+    }
+
     /// The client's capabilities, as `initialize` and the 2026-07-28 `_meta` declare them.
     fn capabilities() -> Value {
         json!({"roots": {}, "sampling": {}, "elicitation": {}})
@@ -1161,12 +1176,7 @@ impl Client {
             ..Session::default()
         };
         let mut params = json!({});
-        modern::stamp_meta(
-            &mut params,
-            version,
-            &Self::capabilities(),
-            &self.inner.config.client_name,
-        );
+        self.stamp(&mut params, &fresh);
         let req =
             json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": params});
         let res = self.post(&fresh, &req, "server/discover").await?;
@@ -1476,16 +1486,7 @@ impl Client {
             let session = self.session();
             let mut wire = sent.clone();
             if session.modern {
-                let version = session
-                    .protocol_version
-                    .as_deref()
-                    .unwrap_or(PROTOCOL_2026_07_28);
-                modern::stamp_meta(
-                    &mut wire,
-                    version,
-                    &Self::capabilities(),
-                    &self.inner.config.client_name,
-                );
+                self.stamp(&mut wire, &session);
             }
             let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": wire});
             let rpc_id = RpcId::Number(id);
@@ -1961,16 +1962,7 @@ impl Client {
                     "promptsListChanged": true,
                     "resourcesListChanged": true,
                 }});
-                let version = session
-                    .protocol_version
-                    .as_deref()
-                    .unwrap_or(PROTOCOL_2026_07_28);
-                modern::stamp_meta(
-                    &mut params,
-                    version,
-                    &Self::capabilities(),
-                    &self.inner.config.client_name,
-                );
+                self.stamp(&mut params, &session);
                 let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
                 let req = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
                                  "params": params});

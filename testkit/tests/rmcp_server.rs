@@ -274,6 +274,26 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
     assert!(started.elapsed() < LIMIT);
 }
 
+/// rmcp's Streamable HTTP client transport to `proxy` on a `GuardedHttpClient` (every request on a
+/// fresh connection, so a queued cut hits exactly the next request), and that client.
+fn guarded_transport(
+    proxy: &RunningProxy,
+) -> (
+    ssegate::rmcp::GuardedHttpClient,
+    rmcp::transport::StreamableHttpClientTransport<ssegate::rmcp::GuardedHttpClient>,
+) {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = ClientConfig::default();
+    config.reuse_connections(false);
+    let http = ssegate::rmcp::GuardedHttpClient::new(config).unwrap();
+    let transport = StreamableHttpClientTransport::with_client(
+        http.clone(),
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr())),
+    );
+    (http, transport)
+}
+
 /// An rmcp client on `GuardedHttpClient` against the same rmcp server: uncut, the exact text; cut
 /// in the middle of the result, rmcp's empty resume is refused with a typed error, quickly, and no
 /// reconnect loop goes on behind it.
@@ -281,20 +301,12 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
 async fn rmcp_client_on_the_guarded_stack_against_rmcp_server() {
     use rmcp::ServiceExt;
     use rmcp::service::ServiceError;
-    use rmcp::transport::StreamableHttpClientTransport;
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    use ssegate::rmcp::{GuardedHttpClient, REFUSED};
+    use ssegate::rmcp::REFUSED;
 
     tokio::time::timeout(LIMIT, async {
         let (big, _addr, _server, proxy) = start().await;
         let want = big.text.as_str();
-        let mut config = ClientConfig::default();
-        config.reuse_connections(false);
-        let http = GuardedHttpClient::new(config).unwrap();
-        let transport = StreamableHttpClientTransport::with_client(
-            http.clone(),
-            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr())),
-        );
+        let (http, transport) = guarded_transport(&proxy);
         let client = ().serve(transport).await.unwrap();
         // Let rmcp's standalone GET stream open before a cut is queued.
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -359,20 +371,12 @@ async fn rmcp_client_on_the_guarded_stack_against_rmcp_server() {
 async fn rmcp_client_on_2026_07_28_on_the_guarded_stack() {
     use rmcp::model::ProtocolVersion;
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt, ServiceError};
-    use rmcp::transport::StreamableHttpClientTransport;
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    use ssegate::rmcp::{GuardedHttpClient, REFUSED};
+    use ssegate::rmcp::REFUSED;
 
     tokio::time::timeout(LIMIT, async {
         let (big, _addr, _server, proxy) = start().await;
         let want = big.text.as_str();
-        let mut config = ClientConfig::default();
-        config.reuse_connections(false);
-        let http = GuardedHttpClient::new(config).unwrap();
-        let transport = StreamableHttpClientTransport::with_client(
-            http.clone(),
-            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", proxy.addr())),
-        );
+        let (http, transport) = guarded_transport(&proxy);
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
