@@ -622,7 +622,9 @@ impl fmt::Display for Refusal {
             f.write_str("]")?;
         }
         if self.must_renegotiate() {
-            f.write_str("; renegotiate the session and re-issue them")?;
+            f.write_str(
+                "; this stream cannot deliver them: re-issue only what is safe to run again",
+            )?;
         }
         Ok(())
     }

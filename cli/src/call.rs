@@ -22,13 +22,14 @@ use crate::client_args::{client_config, seconds};
 pub(crate) const EXIT_STATUS: &str = "\
 Exit status:
   0  the tool's result (the JSON-RPC `result`, a CallToolResult) is on stdout, one compact line
-  1  an error: connection, TLS, HTTP status, protocol, a refused stream, a timeout (if the request
-     was sent, the tool may have run), a JSON-RPC error response (nothing on stdout), or a
-     result with `isError: true` (printed on stdout all the same)
+  1  an error: connection, TLS, HTTP status, protocol, a refused stream, a timeout before the call
+     was sent, a JSON-RPC error response (nothing on stdout), or a result with `isError: true`
+     (printed on stdout all the same)
   2  usage: a bad flag or value, --args not a JSON object, a bad --header, an unreadable or invalid
      --cacert, a URL that is not http(s); nothing was sent
-  3  outcome unknown: the response was lost and the call was not safe to re-issue (--retry); the
-     server may have run the tool, and it was not run again. Nothing on stdout
+  3  outcome unknown: the response was lost and the call was not safe to re-issue (--retry), or
+     --timeout passed while the call was under way; the server may have run the tool, and it was
+     not run again. Nothing on stdout
 Every failure is one line on stderr: `ssegate call: <kind>: <reason>`.";
 
 /// Call one tool on a live MCP server through ssegate's guarded client and print its result: a
@@ -284,7 +285,18 @@ async fn call(
         Err(_) if args.verbose => note("could not end the session in time"),
         _ => {}
     }
-    let response = result.map_err(|e| Failure::client(&e))?;
+    let response = result.map_err(|e| match e {
+        // The call was under way: the server may have run the tool.
+        ClientError::Timeout(_) => Failure {
+            kind: "outcome-unknown",
+            reason: format!(
+                "no answer within --timeout {} s; the call was under way, so the tool may have run (it was not run again)",
+                args.timeout
+            ),
+            status: 3,
+        },
+        e => Failure::client(&e),
+    })?;
     Ok(Answered {
         message: response.message,
         outcome: response.outcome,

@@ -35,11 +35,11 @@ fn json_rows_have_the_documented_keys_in_order() {
     );
     let v: Value = serde_json::from_str(&text).unwrap();
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 18, "6 server modes x 3 clients");
+    assert_eq!(rows.len(), 21, "7 server modes x 3 clients");
     // The deployment keys come last in every row: one instance, the in-memory store by default.
     assert_eq!(
         text.matches(r#","instances":1,"store":"memory"}"#).count(),
-        18
+        21
     );
     for row in rows {
         let keys: Vec<&str> = row
@@ -69,6 +69,16 @@ fn json_rows_have_the_documented_keys_in_order() {
             // A non-idempotent call is never re-issued.
             assert_eq!(n("silent_corruption"), 0, "{row}");
             assert_eq!(n("renegotiated"), 0, "{row}");
+        }
+        if row["server"] == "stateless" {
+            // MCP 2026-07-28: nothing is resumed; the naive client runs the tool again.
+            assert_eq!(n("resumed"), 0, "{row}");
+            if row["client"] == "naive" {
+                assert!(n("renegotiated") > 0 && n("intact") == 8, "{row}");
+            }
+            if row["client"] == "guarded-once" {
+                assert!(n("refused") > 0, "{row}");
+            }
         }
         if row["server"] == "buffered" && row["client"] != "naive" {
             // The correct server whose budget holds the result: resumed in place, nothing re-run.

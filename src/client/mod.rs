@@ -1264,6 +1264,21 @@ impl Client {
             ..Session::default()
         };
         let res = self.post(&fresh, &req, "initialize").await?;
+        if res.status() == reqwest::StatusCode::BAD_REQUEST {
+            // A server that does not speak the version offered may say which ones it does
+            // (`-32022`, as a 2026-07-28-only server answers `initialize`).
+            let cap = self.inner.config.max_error_body.max(4096);
+            let error = status_error(res, "initialize", cap).await;
+            if let ClientError::Status { body, .. } = &error {
+                let answer: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+                if let Some(supported) = modern::supported_versions_of_error(&answer) {
+                    return Err(ClientError::Protocol(ProtocolError::NoCommonVersion(
+                        supported,
+                    )));
+                }
+            }
+            return Err(error);
+        }
         let res = self.expect_ok(res, "initialize").await?;
         let session_id = res
             .headers()

@@ -230,18 +230,22 @@ pub(crate) fn classify(answer: &Value, modern: &[&str], legacy: &[&str]) -> Era 
         }
         return choose_legacy(supported, legacy);
     }
-    let error = &answer["error"];
-    if error["code"].as_i64() == Some(UNSUPPORTED_PROTOCOL_VERSION) {
-        let supported = strings(&error["data"]["supported"]);
-        if supported.is_empty() {
-            return Era::Legacy(None);
-        }
+    if let Some(supported) = supported_versions_of_error(answer) {
         if let Some(v) = modern.iter().find(|v| supported.iter().any(|s| s == *v)) {
             return Era::Corrective((*v).to_owned());
         }
         return choose_legacy(supported, legacy);
     }
     Era::Legacy(None)
+}
+
+/// The versions an unsupported-version error (`-32022`) says the server speaks, when it names any.
+pub(crate) fn supported_versions_of_error(answer: &Value) -> Option<Vec<String>> {
+    let error = &answer["error"];
+    if error["code"].as_i64() != Some(UNSUPPORTED_PROTOCOL_VERSION) {
+        return None;
+    }
+    Some(strings(&error["data"]["supported"])).filter(|v| !v.is_empty())
 }
 
 fn choose_legacy(supported: Vec<String>, legacy: &[&str]) -> Era {

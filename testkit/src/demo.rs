@@ -11,8 +11,13 @@
 //!   appends the resumed stream's data to it, as the failing clients in the field did.
 //! - the guarded [`Client`]: decoder + guard, resuming in place or renegotiating.
 //!
+//! [`ServerMode::Stateless`] speaks MCP 2026-07-28, where a cut stream cannot be resumed: the
+//! naive client re-issues the call as a new request, as that revision tells clients to (the tool runs
+//! again, whatever it does), the guarded client re-issues only a call known to be safe to repeat and
+//! reports the others as outcome unknown.
+//!
 //! Each trial is classified: [`TrialClass::Intact`] (the delivered bytes are exactly
-//! [`expected_result`]), [`TrialClass::SilentCorruption`] (something else was delivered without an
+//! [`expected_result`], or [`expected_modern_result`] for the id of the request that was answered), [`TrialClass::SilentCorruption`] (something else was delivered without an
 //! error) or [`TrialClass::Refused`] (an error, nothing delivered).
 //!
 //! **Several instances** ([`DemoConfig::instances`], [`DemoConfig::store`]): the harness starts N
@@ -43,8 +48,8 @@ use crate::http1::{self, WireError};
 use crate::proxy::{Cut, ProxyConfig, RunningProxy};
 use crate::server::balancer::RunningBalancer;
 use crate::server::{
-    DEFAULT_SEED, MCP_PATH, RunningServer, ServerConfig, ServerMode, ServerStore, SessionDirectory,
-    expected_result,
+    DEFAULT_SEED, MCP_PATH, MODERN_VERSION, RunningServer, ServerConfig, ServerMode, ServerStore,
+    SessionDirectory, expected_modern_result, expected_result,
 };
 
 /// Trials per server mode and client by default.
@@ -315,7 +320,8 @@ pub struct TrialOutcome {
     pub class: TrialClass,
     /// Delivered after resuming in place (no new session).
     pub resumed: bool,
-    /// A new session was opened and the request re-issued.
+    /// The request was issued again (on a new session; on MCP 2026-07-28 as a new request): the
+    /// tool ran again.
     pub renegotiated: bool,
     /// The cut offset (bytes of the raw response forwarded before the reset).
     pub cut: u64,
@@ -492,8 +498,8 @@ impl Harness {
         let mut pc = ProxyConfig::default();
         pc.accept_delay(config.reconnect_delay).seed(config.seed);
         let proxy = pc.start(upstream).await?;
-        let expected = expected_result(&json!(CALL_ID), config.size, DEFAULT_SEED);
-        let layout = measure(&proxy, config).await?;
+        let expected = expected_for(mode, &json!(CALL_ID), config.size);
+        let layout = measure(&proxy, mode, config).await?;
         debug!(%mode, ?layout, "harness ready");
         Ok(Harness {
             mode,
@@ -566,19 +572,36 @@ impl Harness {
         }
     }
 
+    /// Whether `delivered` is exactly the result a trial must deliver: [`Harness::expected`], or
+    /// on [`ServerMode::Stateless`] the same result answering the new id of a call issued again.
+    pub fn is_expected(&self, delivered: &Data) -> bool {
+        self.classify(delivered) == TrialClass::Intact
+    }
+
     fn classify(&self, delivered: &Data) -> TrialClass {
         if delivered.eq_bytes(&self.expected) {
-            TrialClass::Intact
-        } else {
-            TrialClass::SilentCorruption
+            return TrialClass::Intact;
         }
+        // On 2026-07-28 a call issued again is a new request with a new id: the answer to it is
+        // the expected result for that id.
+        if self.mode.is_stateless() {
+            let id = serde_json::from_slice::<Value>(&delivered.contiguous())
+                .ok()
+                .and_then(|v| v.get("id").cloned());
+            if let Some(id) = id.filter(|id| *id != json!(CALL_ID))
+                && delivered.eq_bytes(&expected_for(self.mode, &id, self.config.size))
+            {
+                return TrialClass::Intact;
+            }
+        }
+        TrialClass::SilentCorruption
     }
 
     /// The naive client's call, cut at `cut`: a fresh session through the proxy, `big_result`, then
-    /// `DELETE`.
+    /// `DELETE` (on [`ServerMode::Stateless`]: `server/discover`, then `big_result`).
     pub async fn naive_call(&self, cut: u64) -> Result<NaiveDelivery, NaiveError> {
         self.proxy.clear_cuts();
-        let mut naive = NaiveClient::connect(self.proxy.addr()).await?;
+        let mut naive = NaiveClient::for_mode(self.proxy.addr(), self.mode).await?;
         self.proxy.set_next_cut(Cut::At(cut));
         let result = naive.call_tool(CALL_ID, "big_result", json!({})).await;
         naive.close().await;
@@ -590,7 +613,7 @@ impl Harness {
             Ok(d) => TrialOutcome {
                 class: self.classify(&Data::from(d.bytes)),
                 resumed: d.reconnects > 0,
-                renegotiated: false,
+                renegotiated: d.reissues > 0,
                 cut,
                 detail: None,
             },
@@ -618,6 +641,11 @@ impl Harness {
             // The proxy cuts "the next connection": each request must open its own.
             .reuse_connections(false);
         let client = Client::connect_addr(self.proxy.addr(), config).await?;
+        if client.is_stateless() {
+            // A 2026-07-28 client lists the tools before calling one (to learn the headers it
+            // takes): list them now, so that the cut falls on the call.
+            client.list_tools().await?;
+        }
         self.proxy.set_next_cut(Cut::At(cut));
         let mut options = CallOptions::default();
         options.retry(retry);
@@ -639,7 +667,7 @@ impl Harness {
             Ok(r) => TrialOutcome {
                 class: self.classify(r.message.data()),
                 resumed: r.outcome.resumes > 0 && r.outcome.renegotiations == 0,
-                renegotiated: r.outcome.renegotiations > 0,
+                renegotiated: r.outcome.renegotiations > 0 || r.outcome.attempts > 1,
                 cut,
                 detail: (!r.outcome.refusals.is_empty()).then(|| {
                     let texts: Vec<String> =
@@ -674,13 +702,17 @@ impl Harness {
 /// The proxy counts raw bytes: the HTTP head, then each SSE frame as one chunk of the chunked
 /// encoding (`<hex size>\r\n<frame>\r\n`), then `0\r\n\r\n`. The body (de-chunked) gives the frames,
 /// the proxy's byte counter the total, and the head is what remains.
-async fn measure(proxy: &RunningProxy, config: &DemoConfig) -> Result<Layout, DemoError> {
-    let mut naive = NaiveClient::connect(proxy.addr())
+async fn measure(
+    proxy: &RunningProxy,
+    mode: ServerMode,
+    config: &DemoConfig,
+) -> Result<Layout, DemoError> {
+    let mut naive = NaiveClient::for_mode(proxy.addr(), mode)
         .await
         .map_err(DemoError::Measure)?;
     let before = proxy.stats().bytes_down;
     let res = naive
-        .post(&call_request(CALL_ID, "big_result", json!({})))
+        .post(&naive.call_request(CALL_ID, "big_result", json!({})))
         .await
         .map_err(DemoError::Measure)?;
     let body = http1::read_body(res.into_body(), usize::MAX)
@@ -725,10 +757,13 @@ async fn measure(proxy: &RunningProxy, config: &DemoConfig) -> Result<Layout, De
     })
 }
 
-fn call_request(id: i64, tool: &str, arguments: Value) -> Bytes {
-    to_bytes(
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}),
-    )
+/// The exact `big_result` response a server in `mode` sends to request `id`.
+fn expected_for(mode: ServerMode, id: &Value, size: usize) -> Bytes {
+    if mode.is_stateless() {
+        expected_modern_result(id, size, DEFAULT_SEED)
+    } else {
+        expected_result(id, size, DEFAULT_SEED)
+    }
 }
 
 /// What the naive client was doing when it failed.
@@ -737,6 +772,8 @@ fn call_request(id: i64, tool: &str, arguments: Value) -> Bytes {
 pub enum NaiveStep {
     /// `initialize`.
     Initialize,
+    /// `server/discover` (MCP 2026-07-28).
+    Discover,
     /// `notifications/initialized`.
     Initialized,
     /// The `tools/call` POST and its stream.
@@ -752,6 +789,7 @@ impl NaiveStep {
     pub fn as_str(self) -> &'static str {
         match self {
             NaiveStep::Initialize => "initialize",
+            NaiveStep::Discover => "server/discover",
             NaiveStep::Initialized => "initialized",
             NaiveStep::Call => "tools/call",
             NaiveStep::Resume => "resume",
@@ -786,9 +824,10 @@ pub enum NaiveError {
     EmptyResume,
     /// The connection was cut before any event id arrived: nothing to resume from.
     NoEventId,
-    /// The stream was cut again after the last allowed reconnect.
+    /// The stream was cut again after the last allowed reconnect (or, on MCP 2026-07-28, the last
+    /// allowed re-issue).
     GaveUp {
-        /// Reconnects made.
+        /// Reconnects (or re-issues) made.
         reconnects: u32,
     },
 }
@@ -831,6 +870,8 @@ pub struct NaiveDelivery {
     pub bytes: Bytes,
     /// Reconnects it made.
     pub reconnects: u32,
+    /// Times it issued the call again as a new request (MCP 2026-07-28): the tool ran again.
+    pub reissues: u32,
 }
 
 /// **The failure, reproduced**: an MCP client that resumes an SSE stream the way the failing
@@ -844,12 +885,18 @@ pub struct NaiveDelivery {
 /// whole yields `<partial prefix>{"jsonrpc"...`, and a server that restarts the stream yields the
 /// truncated prefix itself. A `409`, a `404` or an empty replay makes it report an error.
 ///
+/// On MCP 2026-07-28 ([`NaiveClient::stateless`]) there is nothing to resume: when the stream is
+/// cut before the response, it issues the call again as a new request with a new id, as that
+/// revision tells clients to, whatever the tool does.
+///
 /// Do not use it for anything but showing the failure.
 #[derive(Debug)]
 pub struct NaiveClient {
     addr: SocketAddr,
     session: Option<String>,
     timeout: Duration,
+    /// Speaks MCP 2026-07-28: `_meta` on every request, no session.
+    modern: bool,
 }
 
 /// How many times the naive client resumes one call before it gives up.
@@ -864,6 +911,7 @@ impl NaiveClient {
             addr,
             session: None,
             timeout: Duration::from_secs(30),
+            modern: false,
         };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "naive", "version": "0"}}});
@@ -890,6 +938,59 @@ impl NaiveClient {
         Ok(c)
     }
 
+    /// Speaks MCP 2026-07-28: `server/discover`, and no session.
+    pub async fn stateless(addr: SocketAddr) -> Result<NaiveClient, NaiveError> {
+        let c = NaiveClient {
+            addr,
+            session: None,
+            timeout: Duration::from_secs(30),
+            modern: true,
+        };
+        let discover = c.request(0, "server/discover", json!({}));
+        let during = NaiveStep::Discover;
+        let res = c
+            .send(
+                Method::POST,
+                &[("mcp-method", "server/discover")],
+                discover,
+                during,
+            )
+            .await?;
+        if res.status() != StatusCode::OK {
+            return Err(NaiveError::Status {
+                during,
+                status: res.status().as_u16(),
+            });
+        }
+        read_json_body(res, during).await?;
+        Ok(c)
+    }
+
+    /// [`stateless`](Self::stateless) for [`ServerMode::Stateless`], else [`connect`](Self::connect).
+    pub async fn for_mode(addr: SocketAddr, mode: ServerMode) -> Result<NaiveClient, NaiveError> {
+        if mode.is_stateless() {
+            NaiveClient::stateless(addr).await
+        } else {
+            NaiveClient::connect(addr).await
+        }
+    }
+
+    /// A request's body: on MCP 2026-07-28 its `params` carry the version in `_meta`.
+    fn request(&self, id: i64, method: &str, mut params: Value) -> Bytes {
+        if self.modern {
+            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": MODERN_VERSION});
+        }
+        to_bytes(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    }
+
+    fn call_request(&self, id: i64, tool: &str, arguments: Value) -> Bytes {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+    }
+
     async fn send(
         &self,
         method: Method,
@@ -900,6 +1001,9 @@ impl NaiveClient {
         let mut headers = vec![("accept", "application/json, text/event-stream")];
         if let Some(s) = &self.session {
             headers.push(("mcp-session-id", s.as_str()));
+        }
+        if self.modern {
+            headers.push(("mcp-protocol-version", MODERN_VERSION));
         }
         headers.extend_from_slice(extra);
         http1::exchange(self.addr, MCP_PATH, method, &headers, body, self.timeout)
@@ -922,7 +1026,10 @@ impl NaiveClient {
         name: &str,
         arguments: Value,
     ) -> Result<NaiveDelivery, NaiveError> {
-        let res = self.post(&call_request(id, name, arguments)).await?;
+        if self.modern {
+            return self.call_tool_stateless(id, name, arguments).await;
+        }
+        let res = self.post(&self.call_request(id, name, arguments)).await?;
         if res.status() != StatusCode::OK {
             return Err(NaiveError::Status {
                 during: NaiveStep::Call,
@@ -948,6 +1055,7 @@ impl NaiveClient {
                         return Ok(NaiveDelivery {
                             bytes: Bytes::from(bytes),
                             reconnects,
+                            reissues: 0,
                         });
                     }
                 }
@@ -983,6 +1091,56 @@ impl NaiveClient {
                     got_bytes = false;
                 }
             }
+        }
+    }
+
+    /// MCP 2026-07-28: a stream cut before the response is issued again as a new request (ids `id`,
+    /// `id + 1`, ...), at most [`NAIVE_MAX_RECONNECTS`] times.
+    async fn call_tool_stateless(
+        &mut self,
+        id: i64,
+        name: &str,
+        arguments: Value,
+    ) -> Result<NaiveDelivery, NaiveError> {
+        let mut reissues = 0u32;
+        loop {
+            let request = self.call_request(id + i64::from(reissues), name, arguments.clone());
+            let res = self.post(&request).await?;
+            if res.status() != StatusCode::OK {
+                return Err(NaiveError::Status {
+                    during: NaiveStep::Call,
+                    status: res.status().as_u16(),
+                });
+            }
+            let mut body = res.into_body();
+            let mut sse = NaiveSse::default();
+            loop {
+                let next =
+                    tokio::time::timeout(self.timeout, http_body_util::BodyExt::frame(&mut body))
+                        .await
+                        .map_err(|_| NaiveError::Stalled(self.timeout))?;
+                match next {
+                    Some(Ok(frame)) => {
+                        let Ok(chunk) = frame.into_data() else {
+                            continue;
+                        };
+                        if let Some(bytes) = sse.feed(&chunk) {
+                            return Ok(NaiveDelivery {
+                                bytes: Bytes::from(bytes),
+                                reconnects: 0,
+                                reissues,
+                            });
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            if reissues == NAIVE_MAX_RECONNECTS {
+                return Err(NaiveError::GaveUp {
+                    reconnects: reissues,
+                });
+            }
+            reissues += 1;
         }
     }
 
@@ -1269,11 +1427,13 @@ pub fn conclusion(rows: &[Row]) -> String {
         .filter(|r| naive(r) && r.silent_corruption > 0)
         .map(|r| r.server.as_str())
         .collect();
-    format!(
+    let once_reran = sum(&|r: &Row| r.client == ClientKind::GuardedOnce, |r| {
+        r.renegotiated
+    });
+    let mut out = format!(
         "The naive client silently delivered a corrupt result in {naive_bad} of {naive_trials} trials (servers: {}); the guarded clients never delivered a corrupt one.\n\
-         Re-issued the call on a new session, so the tool ran again (safe only for idempotent tools): {}.\n\
-         Resumed in place without running the tool again: {}.\n\
-         guarded-once (a non-idempotent tool) never re-ran it: each lost stream is a typed 'outcome unknown' refusal.",
+         Issued the call again (on a new session; on 2026-07-28 as a new request), so the tool ran again (safe only for idempotent tools): {}.\n\
+         Resumed in place without running the tool again: {}.\n",
         if faulty.is_empty() {
             "none".to_owned()
         } else {
@@ -1281,7 +1441,23 @@ pub fn conclusion(rows: &[Row]) -> String {
         },
         names(&|r: &Row| r.renegotiated > 0),
         names(&|r: &Row| r.client.is_guarded() && r.resumed > 0),
-    )
+    );
+    let stateless_naive = |r: &Row| r.server.is_stateless() && r.client == ClientKind::Naive;
+    if rows.iter().any(stateless_naive) {
+        out.push_str(&format!(
+            "On 2026-07-28 (stateless) nothing is resumable: the naive client ran the tool again in {} of {} trials without knowing it was safe.\n",
+            sum(&stateless_naive, |r| r.renegotiated),
+            sum(&stateless_naive, |r| r.trials),
+        ));
+    }
+    if once_reran == 0 {
+        out.push_str("guarded-once (a non-idempotent tool) never ran it again: each lost stream is a typed 'outcome unknown' refusal.");
+    } else {
+        out.push_str(&format!(
+            "BUG: guarded-once (a non-idempotent tool) ran it again in {once_reran} trials."
+        ));
+    }
+    out
 }
 
 /// One finished trial, as [`run`] reports it.

@@ -84,7 +84,8 @@ async fn rmcp_calls_through_cuts_are_intact_or_refused() {
     tokio::time::timeout(LIMIT, async {
         let want = expected_text();
         assert!(want.len() > RESULT / 2, "the unescaped prose");
-        for mode in ServerMode::ALL {
+        // The 2025-era modes: rmcp's `serve()` starts with `initialize`.
+        for mode in ServerMode::ALL.into_iter().filter(|m| !m.is_stateless()) {
             let (server, proxy) = start(mode).await;
             let (http, client) = connect(&proxy).await;
             // Uncut first: the same call gives the exact text.
@@ -130,6 +131,7 @@ async fn rmcp_calls_through_cuts_are_intact_or_refused() {
                         "{mode}: rmcp kept reconnecting"
                     );
                 }
+                ServerMode::Stateless => unreachable!("filtered out"),
             }
             assert_eq!(http.parked(), 0, "{mode}: nothing left parked");
             // The session still works after the cut.

@@ -51,12 +51,33 @@ async fn guarded_mode(mode: ServerMode) -> Tally {
             Err(e) => panic!("{mode} cut {cut} ({region:?}): the guarded client gave up: {e}"),
         };
         assert!(
-            response.message.data().eq_bytes(harness.expected()),
+            harness.is_expected(response.message.data()),
             "{mode} cut {cut} ({region:?}): SILENT CORRUPTION: {} bytes delivered, outcome {:?}",
             response.message.len(),
             response.outcome
         );
         let o = &response.outcome;
+        if mode.is_stateless() {
+            // Nothing to resume, no session to renegotiate: a refusal is followed by the call
+            // issued again as a new request.
+            assert_eq!(
+                (o.resumes, o.renegotiations),
+                (0, 0),
+                "{mode} cut {cut}: {o:?}"
+            );
+            assert_eq!(
+                o.attempts,
+                o.refusals.len() as u32 + 1,
+                "{mode} cut {cut}: {o:?}"
+            );
+            assert!(o.attempts <= 2, "one cut, one re-issue at most: {o:?}");
+            if o.attempts > 1 {
+                tally.renegotiated += 1;
+            } else {
+                tally.intact_direct += 1;
+            }
+            continue;
+        }
         // A refusal is always followed by a renegotiation, and each renegotiation by a refusal.
         assert_eq!(
             o.refusals.len() as u32,
@@ -105,7 +126,10 @@ async fn guarded_client_never_delivers_a_corrupt_result() {
                     assert!(t.resumed > GUARDED_TRIALS / 2, "{mode}: {t:?}")
                 }
                 // A stream the server cannot (or will not) continue is refused and re-issued.
-                ServerMode::Strict | ServerMode::Restart | ServerMode::Empty => {
+                ServerMode::Strict
+                | ServerMode::Restart
+                | ServerMode::Empty
+                | ServerMode::Stateless => {
                     assert!(t.renegotiated > GUARDED_TRIALS / 2, "{mode}: {t:?}")
                 }
             }
@@ -185,6 +209,53 @@ async fn non_retryable_refusal_is_a_typed_error() {
         assert!(err.to_string().contains("restarted the stream"), "{err}");
         assert_eq!(client.session_id(), Some(first_session), "no renegotiation");
         client.close().await.unwrap();
+        harness.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// MCP 2026-07-28 (a stateless server): a call cut inside its result cannot be resumed. The
+/// server's call counter is the oracle for how many times the tool ran: the guarded client calling
+/// a tool that is not safe to repeat reports the outcome as unknown and ran it once; marked
+/// retryable, it issues the call again as a new request (ran twice, the result exact); the naive
+/// client issues it again whatever the tool does (ran twice).
+#[tokio::test]
+async fn a_cut_on_a_stateless_server_runs_the_tool_again_only_when_safe() {
+    tokio::time::timeout(LIMIT, async {
+        let harness = Harness::start(ServerMode::Stateless, &config())
+            .await
+            .unwrap();
+        let layout = *harness.layout();
+        let middle = (layout.big_start + layout.big_end) / 2;
+        let calls = || harness.server().stats().calls;
+
+        let before = calls();
+        let err = harness.guarded_call(middle, Retry::Never).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::OutcomeUnknown { method, .. } if method == "tools/call big_result"),
+            "expected an unknown outcome, got {err}"
+        );
+        assert_eq!(calls() - before, 1, "ran once: {err}");
+
+        let before = calls();
+        let r = harness.guarded_call(middle, Retry::Always).await.unwrap();
+        assert!(harness.is_expected(r.message.data()));
+        assert_ne!(
+            r.message.data().contiguous(),
+            *harness.expected(),
+            "a new request, a new id"
+        );
+        assert_eq!((r.outcome.attempts, r.outcome.resumes), (2, 0));
+        assert_eq!(calls() - before, 2, "ran twice, as the caller allowed");
+
+        let before = calls();
+        let d = harness.naive_call(middle).await.unwrap();
+        assert_eq!((d.reissues, d.reconnects), (1, 0));
+        assert_eq!(calls() - before, 2, "the naive client ran it again");
+
+        assert_eq!(harness.server().stats().resumes, 0);
+        assert_eq!(harness.server().session_count(), 0, "no sessions at all");
         harness.shutdown().await;
     })
     .await

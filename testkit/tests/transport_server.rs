@@ -1,6 +1,7 @@
 //! The loopback MCP server and the fault-injecting proxy, driven by a plain hyper client over real TCP.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -11,10 +12,14 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use ssegate::client::{
+    Client, ClientConfig, ClientError, Handler, HandlerFuture, Protocol, ProtocolError, RpcError,
+};
 use ssegate::replay;
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{
-    RunningServer, ServerConfig, ServerMode, expected_progress_result, expected_result,
+    MODERN_VERSION, RunningServer, ServerConfig, ServerMode, expected_modern_result,
+    expected_progress_result, expected_result,
 };
 
 const RESULT: usize = 64 << 10;
@@ -510,7 +515,8 @@ fn resume_headers(cursor: &str) -> [(&str, &str); 1] {
 #[tokio::test]
 async fn resume_after_a_cut_follows_the_server_mode() {
     tokio::time::timeout(LIMIT, async {
-        for mode in ServerMode::ALL {
+        // The 2025-era modes (a stateless server has no resume).
+        for mode in ServerMode::ALL.into_iter().filter(|m| !m.is_stateless()) {
             let (server, proxy) = start(mode).await;
             let session = initialize(server.addr()).await;
             let got = cut_inside_result(&server, &proxy, &session, 11).await;
@@ -588,6 +594,7 @@ async fn resume_after_a_cut_follows_the_server_mode() {
                     );
                     assert_eq!(stats.replays, 1);
                 }
+                ServerMode::Stateless => unreachable!("no resume on a stateless server"),
             }
             assert_eq!(stats.resumes, 1, "{mode}");
             // A cursor the server never issued is a miss in every mode but Empty.
@@ -1148,6 +1155,174 @@ async fn streams_are_primed_on_2025_11_25() {
                 "ids unique in the session"
             );
         }
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// `ServerMode::Stateless` is MCP 2026-07-28 as the specification describes it: `server/discover`,
+/// the version in every request's `_meta` (`initialize` and requests without it: `-32022` naming
+/// the supported version), headers that must agree with the body, `resultType`, SSE without event
+/// ids, `GET` and `DELETE` answered `405`, no sessions.
+#[tokio::test]
+async fn stateless_mode_speaks_2026_07_28_only() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, proxy) = start(ServerMode::Stateless).await;
+        let addr = server.addr();
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN_VERSION});
+        let discover = post(
+            addr,
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+        )
+        .await;
+        assert_eq!(discover.status, StatusCode::OK);
+        assert!(discover.headers.get("mcp-session-id").is_none());
+        let v: Value = serde_json::from_slice(&discover.body).unwrap();
+        assert_eq!(v["result"]["supportedVersions"], json!(["2026-07-28"]));
+        assert_eq!(v["result"]["resultType"], "complete");
+
+        for (body, what) in [
+            (
+                json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+                "initialize",
+            ),
+            (call(3, "big_result", json!({})), "no _meta version"),
+        ] {
+            let r = post(addr, None, body).await;
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{what}");
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["error"]["code"], -32022, "{what}");
+            assert_eq!(v["error"]["data"]["supported"], json!(["2026-07-28"]), "{what}");
+        }
+
+        let mut modern_call = call(4, "big_result", json!({}));
+        modern_call["params"]["_meta"] = meta.clone();
+        let mismatch = send(
+            addr,
+            Method::POST,
+            None,
+            &[("mcp-method", "tools/list")],
+            Some(modern_call.clone()),
+        )
+        .await;
+        assert_eq!(mismatch.status, StatusCode::BAD_REQUEST);
+
+        let r = send(
+            addr,
+            Method::POST,
+            None,
+            &[("mcp-method", "tools/call"), ("mcp-protocol-version", MODERN_VERSION)],
+            Some(modern_call),
+        )
+        .await;
+        assert!(is_sse(&r) && !r.broken);
+        let evs = events(&r.body);
+        assert_eq!(evs.len(), 4, "three progress notifications and the result");
+        assert!(evs.iter().all(|e| e.id.is_none() && e.retry.is_none()), "no ids, no retry");
+        assert_eq!(
+            evs[3].data,
+            expected_modern_result(&json!(4), RESULT, SEED).to_vec()
+        );
+
+        for method in [Method::GET, Method::DELETE] {
+            let r = send(addr, method.clone(), None, &[("last-event-id", "1-1")], None).await;
+            assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
+            assert_eq!(r.headers["allow"], "POST");
+        }
+        let stats = server.stats();
+        assert_eq!((stats.calls, stats.sessions_opened, stats.resumes), (1, 0, 0));
+
+        // The guarded client negotiates 2026-07-28 by itself; pinned to a 2025 revision it gets a
+        // typed answer naming what the server speaks.
+        let client = Client::connect(&format!("http://{}/mcp", proxy.addr()), ClientConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
+        assert!(client.is_stateless());
+        let r = client.call_tool("big_result", json!({}), false).await.unwrap();
+        assert!(r.message.data().eq_bytes(&expected_modern_result(&serde_json::from_str(&r.request_id.to_string()).unwrap(), RESULT, SEED)));
+        let mut pinned = ClientConfig::default();
+        pinned.protocol(Protocol::Only("2025-11-25".into()));
+        let err = Client::connect(&format!("http://{}/mcp", proxy.addr()), pinned)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Protocol(ProtocolError::NoCommonVersion(v)) if v == &["2026-07-28"]),
+            "{err:?}"
+        );
+        proxy.shutdown().await;
+        server.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
+
+/// Answers every elicitation with the name `round <n>`, counting them.
+#[derive(Default)]
+struct Namer(std::sync::atomic::AtomicU32);
+
+impl Handler for Namer {
+    fn request(&self, method: &str, params: Option<&Value>) -> HandlerFuture {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let answer = if method == "elicitation/create" && params.is_some() {
+            Ok(json!({"action": "accept", "content": {"name": format!("round {n}")}}))
+        } else {
+            Err(RpcError::new(-32601, method))
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+/// `input_required` on 2026-07-28: each round goes to the `Handler` and is answered in a new
+/// request carrying `inputResponses` and the `requestState` as received; a server that keeps
+/// asking past `max_input_rounds` is a typed error after exactly that many rounds, and the tool
+/// never completed.
+#[tokio::test]
+async fn input_required_rounds_are_answered_and_bounded() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, proxy) = start(ServerMode::Stateless).await;
+        let url = format!("http://{}/mcp", proxy.addr());
+        let namer = Arc::new(Namer::default());
+        let mut config = ClientConfig::default();
+        config.handler(namer.clone()).max_input_rounds(3);
+        let client = Client::connect(&url, config).await.unwrap();
+
+        let r = client
+            .call_tool("ask", json!({"rounds": 3}), false)
+            .await
+            .unwrap();
+        assert_eq!(r.outcome.input_rounds, 3);
+        let v: Value = r.message.deserialize().unwrap();
+        assert_eq!(
+            v["result"]["content"][0]["text"],
+            "3 rounds; last name: round 3"
+        );
+        assert_eq!(server.stats().calls, 1);
+
+        let err = client
+            .call_tool("ask", json!({"rounds": 4}), false)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ClientError::Protocol(ProtocolError::TooManyInputRounds(3))),
+            "{err:?}"
+        );
+        assert_eq!(namer.0.load(std::sync::atomic::Ordering::Relaxed), 6);
+        assert_eq!(server.stats().calls, 1, "the second call never completed");
+
+        // A handler that cannot answer: a typed error naming the request.
+        let client = Client::connect(&url, ClientConfig::default()).await.unwrap();
+        let err = client
+            .call_tool("ask", json!({"rounds": 1}), false)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Protocol(ProtocolError::InputRequest { method, .. }) if method == "elicitation/create"),
+            "{err:?}"
+        );
+        proxy.shutdown().await;
         server.shutdown().await;
     })
     .await

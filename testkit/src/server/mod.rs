@@ -21,6 +21,10 @@
 //! | `MCP-Protocol-Version` unsupported, or not the session's version | `400` |
 //! | a body over [`ServerConfig::max_request_bytes`] | `413` |
 //!
+//! [`ServerMode::Stateless`] answers MCP 2026-07-28 instead, with no sessions (see the `stateless`
+//! module's table: `server/discover`, SSE without event ids, `GET`/`DELETE` `405`, the `ask` tool's
+//! `input_required` rounds).
+//!
 //! Tools: `big_result` (`size`, default [`ServerConfig::result_size`], at most
 //! [`ServerConfig::max_result_size`]; `seed`): progress notifications, then one text result of exactly
 //! [`expected_result`] bytes; `progress` (`count`, at most [`ServerConfig::max_progress_count`]): `count`
@@ -67,6 +71,7 @@
 #![forbid(unsafe_code)]
 
 pub mod balancer;
+mod stateless;
 mod tools;
 
 use std::collections::{HashMap, VecDeque};
@@ -97,10 +102,11 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span, field, info_span, warn};
 
+pub use stateless::{MAX_ASK_ROUNDS, MODERN_VERSION};
 use tools::{Call, Tool};
 pub use tools::{
-    DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_progress_result, expected_result,
-    progress_notification, prose,
+    DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_modern_result, expected_progress_result,
+    expected_result, progress_notification, prose,
 };
 
 /// The endpoint path.
@@ -214,20 +220,27 @@ pub enum ServerMode {
     /// Re-sends the `Last-Event-ID` event itself, then the events after it (rmcp): the client sees a
     /// duplicate. Pins the two newest events of each stream; a miss is `409`.
     Resend,
+    /// Speaks only MCP 2026-07-28 ([`MODERN_VERSION`]), as the specification describes it: no
+    /// sessions, `server/discover` instead of `initialize`, every request carrying its version in
+    /// `_meta`, SSE streams without event ids (nothing can be resumed), `GET` and `DELETE` answered
+    /// `405`. A cut response is lost; the only way to its result is to run the call again.
+    Stateless,
 }
 
 impl ServerMode {
     /// Every mode, in table order.
-    pub const ALL: [ServerMode; 6] = [
+    pub const ALL: [ServerMode; 7] = [
         ServerMode::Strict,
         ServerMode::Buffered,
         ServerMode::Restart,
         ServerMode::Boundary,
         ServerMode::Empty,
         ServerMode::Resend,
+        ServerMode::Stateless,
     ];
 
-    /// The lower-case name (`strict`, `buffered`, `restart`, `boundary`, `empty`, `resend`).
+    /// The lower-case name (`strict`, `buffered`, `restart`, `boundary`, `empty`, `resend`,
+    /// `stateless`).
     pub fn as_str(self) -> &'static str {
         match self {
             ServerMode::Strict => "strict",
@@ -236,7 +249,13 @@ impl ServerMode {
             ServerMode::Boundary => "boundary",
             ServerMode::Empty => "empty",
             ServerMode::Resend => "resend",
+            ServerMode::Stateless => "stateless",
         }
+    }
+
+    /// Whether the server speaks MCP 2026-07-28 statelessly ([`ServerMode::Stateless`]).
+    pub fn is_stateless(self) -> bool {
+        self == ServerMode::Stateless
     }
 
     /// How many newest events per stream this mode pins outside the replay budget.
@@ -244,9 +263,11 @@ impl ServerMode {
         match self {
             ServerMode::Boundary => 1,
             ServerMode::Resend => 2,
-            ServerMode::Strict | ServerMode::Buffered | ServerMode::Restart | ServerMode::Empty => {
-                0
-            }
+            ServerMode::Strict
+            | ServerMode::Buffered
+            | ServerMode::Restart
+            | ServerMode::Empty
+            | ServerMode::Stateless => 0,
         }
     }
 }
@@ -265,7 +286,7 @@ impl fmt::Display for UnknownMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown server mode {:?} (expected strict, restart, boundary, empty or resend)",
+            "unknown server mode {:?} (expected strict, buffered, restart, boundary, empty, resend or stateless)",
             self.0
         )
     }
@@ -636,6 +657,9 @@ pub struct ServerStats {
     pub sessions_adopted: u64,
     /// Requests answered `503` because the replay store could not be reached.
     pub store_unavailable: u64,
+    /// Tool calls run (`tools/call` requests with valid arguments, and [`ServerMode::Restart`]'s
+    /// re-runs): how many times a tool had its effect.
+    pub calls: u64,
 }
 
 #[derive(Debug, Default)]
@@ -655,6 +679,7 @@ struct Stats {
     invalid_params: AtomicU64,
     sessions_adopted: AtomicU64,
     store_unavailable: AtomicU64,
+    calls: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -680,6 +705,7 @@ impl Stats {
             invalid_params: get(&self.invalid_params),
             sessions_adopted: get(&self.sessions_adopted),
             store_unavailable: get(&self.store_unavailable),
+            calls: get(&self.calls),
         }
     }
 }
@@ -1079,6 +1105,17 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     if let Some(s) = &ctx.session {
         tracing::Span::current().record("session", s.as_str());
     }
+    if shared.config.mode.is_stateless() {
+        return match *req.method() {
+            Method::POST => stateless::post(shared, req).await,
+            _ => {
+                let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+                r.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+                r
+            }
+        };
+    }
     match *req.method() {
         Method::POST => post(shared, &ctx, req).await,
         Method::GET => resume(shared, &ctx, req.headers()).await,
@@ -1171,41 +1208,53 @@ fn internal_error(id: &Value, what: &str) -> Response<Body> {
     )
 }
 
-async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Body> {
+/// Reads a `POST` body (at most [`ServerConfig::max_request_bytes`]) as one JSON-RPC object, or the
+/// error answer: `413`, or `400` with `-32700` / `-32600`.
+async fn read_message(
+    shared: &Shared,
+    req: Request<Incoming>,
+) -> Result<Value, Box<Response<Body>>> {
     let limit = shared.config.max_request_bytes;
     let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return full(
+            return Err(Box::new(full(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "text/plain",
                 format!("request body larger than {limit} bytes\n"),
-            );
+            )));
         }
         Err(_) => {
-            return full(StatusCode::BAD_REQUEST, "text/plain", "unreadable body\n");
+            return Err(Box::new(full(
+                StatusCode::BAD_REQUEST,
+                "text/plain",
+                "unreadable body\n",
+            )));
         }
     };
-    let msg: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                &Value::Null,
-                -32600,
-                "expected one JSON-RPC object",
-                None,
-            );
-        }
-        Err(_) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                &Value::Null,
-                -32700,
-                "parse error",
-                None,
-            );
-        }
+    match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            -32600,
+            "expected one JSON-RPC object",
+            None,
+        ))),
+        Err(_) => Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            -32700,
+            "parse error",
+            None,
+        ))),
+    }
+}
+
+async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Body> {
+    let msg = match read_message(shared, req).await {
+        Ok(m) => m,
+        Err(answer) => return *answer,
     };
     let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
     tracing::Span::current().record("rpc", method);
@@ -1288,12 +1337,9 @@ fn int_arg(args: &Value, name: &str, default: u64, max: u64) -> Result<u64, Valu
     }
 }
 
-async fn tools_call(
-    shared: &Shared,
-    entry: &SessionEntry,
-    msg: &Value,
-    id: Value,
-) -> Response<Body> {
+/// The call a `tools/call` request asks for, or its JSON-RPC error answer (an unknown tool, an
+/// argument out of range).
+fn parse_call(shared: &Shared, msg: &Value, id: Value) -> Result<Call, Box<Response<Body>>> {
     let params = &msg["params"];
     let args = &params["arguments"];
     let config = &shared.config;
@@ -1319,30 +1365,50 @@ async fn tools_call(
         )
         .map(|count| Tool::Progress { count }),
         _ => {
-            return rpc_error(
+            return Err(Box::new(rpc_error(
                 StatusCode::OK,
                 &id,
                 -32602,
                 "unknown tool",
                 Some(params["name"].clone()),
-            );
+            )));
         }
     };
     let tool = match tool {
         Ok(t) => t,
         Err(data) => {
             bump(&shared.stats.invalid_params);
-            return rpc_error(StatusCode::OK, &id, -32602, "invalid params", Some(data));
+            return Err(Box::new(rpc_error(
+                StatusCode::OK,
+                &id,
+                -32602,
+                "invalid params",
+                Some(data),
+            )));
         }
     };
     let token = params["_meta"]
         .get("progressToken")
         .cloned()
         .unwrap_or_else(|| id.clone());
-    let call = Call {
+    bump(&shared.stats.calls);
+    Ok(Call {
         request_id: id,
         token,
         tool,
+        modern: shared.config.mode.is_stateless(),
+    })
+}
+
+async fn tools_call(
+    shared: &Shared,
+    entry: &SessionEntry,
+    msg: &Value,
+    id: Value,
+) -> Response<Body> {
+    let call = match parse_call(shared, msg, id) {
+        Ok(call) => call,
+        Err(answer) => return *answer,
     };
     if let ServerStore::Redis(store) = &shared.config.store {
         return match run_call_redis(shared, store.clone(), &call).await {
@@ -1564,6 +1630,7 @@ async fn resume(shared: &Shared, ctx: &Ctx, headers: &HeaderMap) -> Response<Bod
         return match run_call(shared, &entry, call) {
             Ok(frames) => {
                 bump(&stats.restarts);
+                bump(&stats.calls);
                 debug!("restarted the call under new ids");
                 sse(frames)
             }
@@ -1654,6 +1721,7 @@ mod tests {
                         seed: 1,
                         progress: 3,
                     },
+                    modern: false,
                 };
                 let frames = run_call(&shared, &session, call).map(|f| f.len());
                 let _ = tx.send(frames);

@@ -139,14 +139,26 @@ fn id_json(request_id: &Value) -> Vec<u8> {
 /// `{"jsonrpc":"2.0","id":<id>,"result":{"content":[{"type":"text","text":"<prose>"}],"isError":false}}`
 /// where the text is [`prose`]`(size, seed)`.
 pub fn expected_result(request_id: &Value, size: usize, seed: u64) -> Bytes {
+    big_result(request_id, size, seed, b"")
+}
+
+/// The exact response of `big_result` on MCP 2026-07-28 ([`ServerMode::Stateless`](super::ServerMode::Stateless)):
+/// [`expected_result`] whose result also says `"resultType":"complete"`.
+pub fn expected_modern_result(request_id: &Value, size: usize, seed: u64) -> Bytes {
+    big_result(request_id, size, seed, b",\"resultType\":\"complete\"")
+}
+
+fn big_result(request_id: &Value, size: usize, seed: u64, tail: &[u8]) -> Bytes {
     let id = id_json(request_id);
     let text = prose(size, seed);
-    let mut out = BytesMut::with_capacity(text.len() + id.len() + 96);
+    let mut out = BytesMut::with_capacity(text.len() + id.len() + tail.len() + 96);
     out.put_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.put_slice(&id);
     out.put_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"");
     out.put_slice(&text);
-    out.put_slice(b"\"}],\"isError\":false}}");
+    out.put_slice(b"\"}],\"isError\":false");
+    out.put_slice(tail);
+    out.put_slice(b"}}");
     out.freeze()
 }
 
@@ -202,6 +214,8 @@ pub(crate) struct Call {
     pub(crate) request_id: Value,
     pub(crate) token: Value,
     pub(crate) tool: Tool,
+    /// Answered on MCP 2026-07-28: every result says `"resultType":"complete"`.
+    pub(crate) modern: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -224,8 +238,24 @@ impl Call {
                 size,
                 seed,
                 progress,
+            } if self.modern => (
+                progress,
+                expected_modern_result(&self.request_id, size, seed),
+            ),
+            Tool::BigResult {
+                size,
+                seed,
+                progress,
             } => (progress, expected_result(&self.request_id, size, seed)),
-            Tool::Progress { count } => (count, expected_progress_result(&self.request_id, count)),
+            Tool::Progress { count } => {
+                let mut result = expected_progress_result(&self.request_id, count);
+                if self.modern {
+                    let mut v: Value = serde_json::from_slice(&result).expect("our own JSON");
+                    v["result"]["resultType"] = "complete".into();
+                    result = Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"));
+                }
+                (count, result)
+            }
         };
         let mut out: Vec<Bytes> = (1..=total)
             .map(|k| progress_notification(&self.token, k, total))
