@@ -292,14 +292,44 @@ pub struct ServerInfo {
     pub tool: String,
 }
 
+/// The cut rounds on one protocol version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VersionRounds {
+    /// The version (`2026-07-28`, ...).
+    pub version: String,
+    /// Whether it is stateless (2026-07-28: no session, no resumption in the specification).
+    pub stateless: bool,
+    /// Whether its streams open with a priming event (an id, empty data).
+    pub priming: bool,
+    /// The `retry:` it sends, in ms.
+    pub retry_ms: Option<u64>,
+    /// How it numbers ids.
+    pub id_scheme: IdScheme,
+    /// One round per cut.
+    pub rounds: Vec<Round>,
+}
+
+impl VersionRounds {
+    /// Whether every round was resumable.
+    pub fn resumable(&self) -> bool {
+        !self.rounds.is_empty() && self.rounds.iter().all(|r| r.behaviour.is_resumable())
+    }
+}
+
 /// The probe's findings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Report {
     /// The server.
     pub server: ServerInfo,
-    /// One round per cut.
+    /// One round per cut, on the 2025 revision of [`ServerInfo::protocol_version`] (the one
+    /// with resumption): what [`Report::resumable`] judges.
     pub rounds: Vec<Round>,
+    /// The rounds on 2026-07-28, when the server speaks it: a stream with no event ids, as the
+    /// specification says, is [`Behaviour::NoIds`]; a server that ids and replays them anyway is
+    /// judged as on the 2025 revisions.
+    pub stateless: Option<VersionRounds>,
 }
 
 impl Report {
@@ -310,12 +340,31 @@ impl Report {
 
     /// What a client must do with this server, in words.
     pub fn advice(&self) -> String {
-        if self.rounds.is_empty() && self.server.protocol_version.is_none() {
-            return "2026-07-28 only: streams are never resumed and a cut loses (cancels) the \
-                    request; a guarded client re-issues only calls that are safe to repeat and \
-                    reports the others as outcome unknown; a result survives a cut only as a task"
-                .to_owned();
+        let stateless = self.stateless.as_ref().map(|v| {
+            if v.resumable() {
+                "on 2026-07-28 it ids and replays its streams, which the specification does not \
+                 provide for; a guarded client resumes them as on the 2025 revisions, other \
+                 clients lose the request on a cut"
+            } else {
+                "on 2026-07-28 a cut loses (cancels) the request: a guarded client re-issues only \
+                 calls that are safe to repeat and reports the others as outcome unknown; a result \
+                 survives a cut only as a task"
+            }
+        });
+        if self.server.protocol_version.is_none() {
+            return format!(
+                "2026-07-28 only: {}",
+                stateless.unwrap_or("nothing to resume")
+            );
         }
+        match stateless {
+            Some(s) => format!("{}; {s}", self.legacy_advice()),
+            None => self.legacy_advice(),
+        }
+    }
+
+    /// The advice for the 2025-era rounds.
+    fn legacy_advice(&self) -> String {
         if self.resumable() {
             return "resume in place with Last-Event-ID; discard a partial event before the replay and drop \
                     exact replays (ssegate's guard does both)"
@@ -369,16 +418,47 @@ impl Report {
                 "id_scheme": self.server.id_scheme.as_str(),
                 "tool": self.server.tool,
             },
-            "rounds": self.rounds.iter().map(|r| json!({
-                "cut": r.cut.as_str(),
-                "behaviour": r.behaviour.as_str(),
-                "evidence": r.evidence,
-                "limit": r.limit.as_ref().map(ToString::to_string),
+            "rounds": self.rounds.iter().map(round_json).collect::<Vec<_>>(),
+            "versions": self.by_version().map(|v| json!({
+                "version": v.version,
+                "stateless": v.stateless,
+                "priming": v.priming,
+                "retry_ms": v.retry_ms,
+                "id_scheme": v.id_scheme.as_str(),
+                "rounds": v.rounds.iter().map(round_json).collect::<Vec<_>>(),
+                "verdict": if v.resumable() { "resumable" } else { "not-resumable" },
             })).collect::<Vec<_>>(),
             "verdict": if self.resumable() { "resumable" } else { "not-resumable" },
             "advice": self.advice(),
         })
     }
+
+    /// The rounds per protocol version, newest first: 2026-07-28 when the server speaks it, then
+    /// the 2025 revision of the resumption rounds.
+    pub fn by_version(&self) -> impl Iterator<Item = VersionRounds> + '_ {
+        let legacy = self
+            .server
+            .protocol_version
+            .as_ref()
+            .map(|version| VersionRounds {
+                version: version.clone(),
+                stateless: false,
+                priming: self.server.priming,
+                retry_ms: self.server.retry_ms,
+                id_scheme: self.server.id_scheme,
+                rounds: self.rounds.clone(),
+            });
+        self.stateless.iter().cloned().chain(legacy)
+    }
+}
+
+fn round_json(r: &Round) -> Value {
+    json!({
+        "cut": r.cut.as_str(),
+        "behaviour": r.behaviour.as_str(),
+        "evidence": r.evidence,
+        "limit": r.limit.as_ref().map(ToString::to_string),
+    })
 }
 
 /// Why the probe could not run.
@@ -1170,13 +1250,16 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
     };
     let mut client_config = config.client.clone();
     client_config.reuse_connections(false);
-    // Which eras the server speaks: 2026-07-28 (stateless, never resumable: a cut loses the
-    // request) first, under a short deadline so a broken server cannot spend the probe's.
+    let setting = client_config.protocol_setting().clone();
+    let pinned_modern =
+        matches!(&setting, Protocol::Only(v) if MODERN_VERSIONS.contains(&v.as_str()));
+    // Which eras the server speaks: 2026-07-28 (stateless) first, under a short deadline so a
+    // broken server cannot spend the probe's.
     let mut versions = Vec::new();
     let mut tasks = Tasks::None;
-    let try_modern = matches!(client_config.protocol_setting(), Protocol::Auto)
-        || matches!(client_config.protocol_setting(), Protocol::Only(v) if MODERN_VERSIONS.contains(&v.as_str()));
-    if try_modern {
+    let mut modern_client = None;
+    let mut modern_error = None;
+    if matches!(setting, Protocol::Auto) || pinned_modern {
         let mut modern = client_config.clone();
         modern
             .protocol_version(PROTOCOL_2026_07_28)
@@ -1187,63 +1270,137 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
                 if let Some(caps) = c.server_capabilities() {
                     tasks = Tasks::from_capabilities(&caps, true);
                 }
+                modern_client = Some(c);
             }
-            Err(e) => debug!(error = %e, "no 2026-07-28"),
+            Err(e) => {
+                debug!(error = %e, "no 2026-07-28");
+                modern_error = Some(e);
+            }
         }
     }
-    // The resumption rounds run on the 2025-era path.
-    if matches!(client_config.protocol_setting(), Protocol::Auto) {
-        client_config.protocol_version(PROTOCOL_VERSION);
-    }
-    let client = match Client::connect(url, client_config).await {
-        Ok(client) => client,
-        // A 2026-07-28-only server: nothing to resume, by the protocol's design.
-        Err(e) if !versions.is_empty() => {
-            debug!(error = %e, "no 2025-era session");
-            return Ok(Report {
-                server: ServerInfo {
-                    protocol_versions: versions,
-                    tasks,
-                    protocol_version: None,
-                    session: false,
-                    priming: false,
-                    retry_ms: None,
-                    id_scheme: IdScheme::None,
-                    tool: config.tool.clone().unwrap_or_default(),
-                },
-                rounds: Vec::new(),
-            });
+    // The resumption rounds of the 2025 revisions run on an `initialize` session.
+    let mut legacy_client = None;
+    if !pinned_modern {
+        if matches!(setting, Protocol::Auto) {
+            client_config.protocol_version(PROTOCOL_VERSION);
         }
-        Err(e) => return Err(e.into()),
+        match Client::connect(url, client_config).await {
+            Ok(c) => {
+                versions.extend(c.protocol_version());
+                if tasks == Tasks::None
+                    && let Some(caps) = c.server_capabilities()
+                {
+                    tasks = Tasks::from_capabilities(&caps, false);
+                }
+                legacy_client = Some(c);
+            }
+            // A 2026-07-28-only server: no `initialize` session.
+            Err(e) if modern_client.is_some() => debug!(error = %e, "no 2025-era session"),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let Some(first) = legacy_client.as_ref().or(modern_client.as_ref()) else {
+        return Err(modern_error.map_or(ProbeError::NoTool, ProbeError::Client));
     };
-    versions.extend(client.protocol_version());
-    if tasks == Tasks::None
-        && let Some(caps) = client.server_capabilities()
-    {
-        tasks = Tasks::from_capabilities(&caps, false);
-    }
     let tool = match &config.tool {
         Some(t) => t.clone(),
-        None => {
-            let tools = client.list_tools().await?;
-            tools
-                .iter()
-                .find(|t| {
-                    t["inputSchema"]["required"]
-                        .as_array()
-                        .is_none_or(|r| r.is_empty())
-                })
-                .and_then(|t| t["name"].as_str())
-                .ok_or(ProbeError::NoTool)?
-                .to_owned()
-        }
+        None => first_tool(first).await?,
     };
+    let mut info = ServerInfo {
+        protocol_versions: versions,
+        tasks,
+        protocol_version: None,
+        session: false,
+        priming: false,
+        retry_ms: None,
+        id_scheme: IdScheme::None,
+        tool: tool.clone(),
+    };
+    let mut rounds = Vec::new();
+    if let Some(client) = legacy_client {
+        let path = cut_rounds(&client, &tool, config, limits).await?;
+        info.protocol_version = client.protocol_version();
+        info.session = client.session_id().is_some();
+        info.priming = path.priming;
+        info.retry_ms = path.retry_ms;
+        info.id_scheme = path.id_scheme;
+        rounds = path.rounds;
+        let _ = client.close().await;
+    }
+    let stateless = match modern_client {
+        Some(client) => {
+            if config.tool.is_none() {
+                // The tool's headers (`Mcp-Param-*`) come from the 2026-07-28 tool list.
+                client.list_tools().await?;
+            }
+            Some(cut_rounds(&client, &tool, config, limits).await?)
+        }
+        None => None,
+    };
+    Ok(Report {
+        server: info,
+        rounds,
+        stateless,
+    })
+}
+
+/// The first tool that takes no required arguments.
+async fn first_tool(client: &Client) -> Result<String, ProbeError> {
+    let tools = client.list_tools().await?;
+    tools
+        .iter()
+        .find(|t| {
+            t["inputSchema"]["required"]
+                .as_array()
+                .is_none_or(|r| r.is_empty())
+        })
+        .and_then(|t| t["name"].as_str())
+        .map(str::to_owned)
+        .ok_or(ProbeError::NoTool)
+}
+
+/// The cut rounds on `client`'s protocol version: a baseline call to find where to cut, then one
+/// call cut in the middle of its largest event and one at the boundary before it, each resumed
+/// and judged.
+async fn cut_rounds(
+    client: &Client,
+    tool: &str,
+    config: &ProbeConfig,
+    limits: Limits,
+) -> Result<VersionRounds, ProbeError> {
+    let version = client.protocol_version().unwrap_or_default();
+    let stateless = client.is_stateless();
     let call = |id: i64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": tool, "arguments": config.args}})
     };
     // The baseline: the whole stream, to find where to cut.
-    let res = open(&client, &call(1_000_001), &tool).await?;
+    let res = client.raw_post(&call(1_000_001)).await?;
+    if stateless && !is_sse(&res) {
+        // On 2026-07-28 a JSON answer is as the specification allows: nothing to resume.
+        let content_type = res
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        return Ok(VersionRounds {
+            version,
+            stateless,
+            priming: false,
+            retry_ms: None,
+            id_scheme: IdScheme::None,
+            rounds: vec![Round {
+                cut: CutAt::MidEvent,
+                behaviour: Behaviour::NoIds,
+                evidence: format!(
+                    "the call is answered with a whole body ({}), not an event stream: a cut \
+                     loses the request",
+                    content_type.as_deref().unwrap_or("no content type")
+                ),
+                limit: None,
+            }],
+        });
+    }
+    let res = expect_sse(res, tool)?;
     let mut base = Watch::new(RpcId::Number(1_000_001), &config.decoder);
     let stop = pump(
         &mut pin!(res.bytes_stream()),
@@ -1289,21 +1446,11 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
             )));
         }
     };
-    let mut info = ServerInfo {
-        protocol_versions: versions,
-        tasks,
-        protocol_version: client.protocol_version(),
-        session: client.session_id().is_some(),
-        priming: base.conn.first_priming == Some(true),
-        retry_ms: base.decoder.retry(),
-        id_scheme: IdScheme::None,
-        tool: tool.clone(),
-    };
     let mut rounds = Vec::new();
     let mut second_ids = IdTrack::default();
     for (n, (cut, at)) in cuts.into_iter().enumerate() {
         let id = 1_000_002 + n as i64;
-        let res = open(&client, &call(id), &tool).await?;
+        let res = expect_sse(client.raw_post(&call(id)).await?, tool)?;
         let mut watch = Watch::new(RpcId::Number(id), &config.decoder);
         let body = &mut pin!(res.bytes_stream());
         let stop = pump(body, &mut watch, limits, Some(at), None, false).await;
@@ -1311,14 +1458,14 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
             second_ids = watch.conn.ids.clone();
         }
         let round = match stop {
-            Stop::Cut => resume_round(&client, watch, cut, limits, config.replay_timeout).await,
+            Stop::Cut => resume_round(client, watch, cut, limits, config.replay_timeout).await,
             // The server ended its stream before the cut point: a cut all the same.
             Stop::Eof => {
                 watch.note = Some(format!(
                     "the call's stream ended after {} bytes, before the cut at byte {at}",
                     watch.conn.bytes
                 ));
-                resume_round(&client, watch, cut, limits, config.replay_timeout).await
+                resume_round(client, watch, cut, limits, config.replay_timeout).await
             }
             Stop::Decided => watch.finish(cut, End::Decided),
             Stop::Error(e) => early(
@@ -1343,10 +1490,12 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
         };
         rounds.push(round);
     }
-    info.id_scheme = id_scheme(&base.conn.ids, &second_ids);
-    let _ = client.close().await;
-    Ok(Report {
-        server: info,
+    Ok(VersionRounds {
+        version,
+        stateless,
+        priming: base.conn.first_priming == Some(true),
+        retry_ms: base.decoder.retry(),
+        id_scheme: id_scheme(&base.conn.ids, &second_ids),
         rounds,
     })
 }
@@ -1373,9 +1522,8 @@ fn early(
     }
 }
 
-/// POSTs the call; its answer must be an event stream.
-async fn open(client: &Client, call: &Value, tool: &str) -> Result<reqwest::Response, ProbeError> {
-    let res = client.raw_post(call).await?;
+/// The call's answer, which must be an event stream.
+fn expect_sse(res: reqwest::Response, tool: &str) -> Result<reqwest::Response, ProbeError> {
     if is_sse(&res) {
         Ok(res)
     } else {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ssegate::probe::{ProbeConfig, Report, probe};
+use ssegate::probe::{ProbeConfig, Report, Round, probe};
 
 use crate::client_args::{client_config, seconds};
 
@@ -12,10 +12,11 @@ use crate::client_args::{client_config, seconds};
 /// connection in the middle of its largest event and (second round) at the event boundary before
 /// it, resume with Last-Event-ID, and judge the resumed stream with ssegate's guard: continues,
 /// replays-event, resends-cursor (resumable), or restarted, other-stream, reordered, corrupt, empty,
-/// held-open, conflict, busy, gone, no-ids, over-limit, transport-error. Every read is bounded
-/// (--max-bytes, --max-events per connection, --timeout for the whole probe). Exit status 0:
-/// resumable; 1: not resumable; 2: the probe could not run (or did not finish within --timeout).
-/// The tool is called three times.
+/// held-open, conflict, busy, gone, no-ids, over-limit, transport-error. A server that speaks MCP
+/// 2026-07-28 gets the same rounds on it (no event ids, as that revision specifies, is no-ids).
+/// Every read is bounded (--max-bytes, --max-events per connection, --timeout for the whole
+/// probe). Exit status 0: resumable on the 2025 revisions; 1: not resumable; 2: the probe could not
+/// run (or did not finish within --timeout). The tool is called three times per version.
 #[derive(clap::Args, Debug)]
 pub(crate) struct ProbeArgs {
     /// The server's MCP endpoint (`http://` or `https://`).
@@ -83,13 +84,30 @@ fn print_text(report: &Report) {
         s.id_scheme.as_str(),
         s.tool
     );
-    for r in &report.rounds {
+    let print_rounds = |rounds: &[Round]| {
+        for r in rounds {
+            println!(
+                "{:<9} {:<15} {}",
+                r.cut.as_str(),
+                r.behaviour.as_str(),
+                r.evidence
+            );
+        }
+    };
+    print_rounds(&report.rounds);
+    if let Some(v) = &report.stateless {
         println!(
-            "{:<9} {:<15} {}",
-            r.cut.as_str(),
-            r.behaviour.as_str(),
-            r.evidence
+            "{:<9} stateless | priming {} | ids {} | {}",
+            v.version,
+            if v.priming { "yes" } else { "no" },
+            v.id_scheme.as_str(),
+            if v.resumable() {
+                "resumable (not in the specification)"
+            } else {
+                "not resumable"
+            }
         );
+        print_rounds(&v.rounds);
     }
     println!(
         "verdict   {}: {}",

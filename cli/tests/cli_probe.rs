@@ -74,6 +74,66 @@ fn each_server_mode_is_classified_as_it_behaves() {
     }
 }
 
+/// A server that speaks only 2026-07-28: no 2025-era rounds; the rounds on 2026-07-28 find no event
+/// ids (as that revision specifies), the verdict is not resumable (exit 1), and the advice says a cut
+/// loses the request.
+#[test]
+fn a_stateless_server_is_probed_on_2026_07_28() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let mut sc = ServerConfig::default();
+        sc.mode(ServerMode::Stateless).result_size(256 << 10);
+        sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+    });
+    let out = probe(&[&server.url(), "--json", "--replay-timeout-ms", "500"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["server"]["protocolVersions"],
+        serde_json::json!(["2026-07-28"])
+    );
+    assert_eq!(v["server"]["protocol_version"], Value::Null);
+    assert_eq!(v["rounds"], serde_json::json!([]));
+    let versions = v["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{stdout}");
+    let modern = &versions[0];
+    assert_eq!(modern["version"], "2026-07-28");
+    assert_eq!(modern["stateless"], true);
+    assert_eq!(modern["id_scheme"], "none");
+    assert_eq!(modern["verdict"], "not-resumable");
+    let behaviours: Vec<&str> = modern["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["behaviour"].as_str().unwrap())
+        .collect();
+    assert_eq!(behaviours, ["no-ids", "no-ids"], "{stdout}");
+    assert!(
+        v["advice"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-07-28 only: on 2026-07-28 a cut loses"),
+        "{stdout}"
+    );
+    // Three calls on 2026-07-28 (the baseline and two cut rounds), each run once.
+    assert_eq!(server.stats().calls, 3);
+    // The text report names the version and its rounds.
+    let out = probe(&[&server.url(), "--replay-timeout-ms", "500"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2026-07-28 stateless | priming no | ids none | not resumable"),
+        "{text}"
+    );
+    assert!(text.contains("mid-event no-ids"), "{text}");
+    runtime.block_on(server.shutdown());
+}
+
 #[test]
 fn a_probe_that_cannot_run_exits_two() {
     // Nothing listens on a port just released.

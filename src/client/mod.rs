@@ -2040,7 +2040,13 @@ impl Client {
 
     /// POSTs `body` on the current session, answer unread (for the probe).
     pub(crate) async fn post_raw(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
-        self.post(&self.session(), body, "request").await
+        let session = self.session();
+        if session.modern {
+            let mut body = body.clone();
+            self.stamp(&mut body["params"], &session);
+            return self.post(&session, &body, "request").await;
+        }
+        self.post(&session, body, "request").await
     }
 
     /// `GET` with `Last-Event-ID` on the current session, answer unread (for the probe).

@@ -698,6 +698,44 @@ async fn probe_classifies_each_sdk() {
             IdScheme::None
         };
         assert_eq!(report.server.id_scheme, scheme, "{}", server.label());
+        // On 2026-07-28 the Python SDK answers with a JSON body: nothing to resume.
+        match (&report.stateless, sdk) {
+            (Some(v), Sdk::Py) => {
+                assert_eq!(v.version, "2026-07-28");
+                let got: Vec<_> = v.rounds.iter().map(|r| r.behaviour.as_str()).collect();
+                assert_eq!(got, ["no-ids"], "{}: {:?}", server.label(), v.rounds);
+                assert!(
+                    v.rounds[0].evidence.contains("application/json"),
+                    "{:?}",
+                    v.rounds
+                );
+            }
+            (None, Sdk::Ts) => {}
+            (other, _) => panic!("{}: 2026-07-28 rounds {other:?}", server.label()),
+        }
+    }
+    // `@modelcontextprotocol/server` 2.x serving 2026-07-28 only: no 2025-era rounds; its SSE
+    // streams carry no event ids.
+    if let Some(server) = start(Sdk::Ts2026, &["--response-mode", "sse", "--modern-only"]) {
+        let mut config = ProbeConfig::default();
+        config
+            .tool("big_result", json!({"size": 256 << 10}))
+            .replay_timeout(Duration::from_secs(2));
+        let report = probe(&format!("http://{}/mcp", server.addr()), &config)
+            .await
+            .unwrap_or_else(|e| panic!("{}: probe: {e}", server.label()));
+        assert_eq!(report.server.protocol_version, None);
+        assert_eq!(report.server.protocol_versions, ["2026-07-28"]);
+        assert!(report.rounds.is_empty() && !report.resumable());
+        let v = report.stateless.as_ref().expect("2026-07-28 rounds");
+        let got: Vec<_> = v.rounds.iter().map(|r| r.behaviour.as_str()).collect();
+        assert_eq!(got, ["no-ids", "no-ids"], "{:?}", v.rounds);
+        assert_eq!(v.id_scheme, IdScheme::None);
+        assert!(
+            report.advice().starts_with("2026-07-28 only"),
+            "{}",
+            report.advice()
+        );
     }
 }
 
