@@ -1,89 +1,22 @@
 //! `ssegate call` through the built binary, against real servers on loopback: the test kit's MCP
-//! server (2025 revisions), behind the fault proxy for cuts, and the official SDKs' servers of
-//! `interop/` (`ssegate_testkit::interop`: skipped loudly when not installed, failed under `CI`).
+//! server (the 2025 revisions, and 2026-07-28 in its stateless mode), behind the fault proxy for
+//! cuts. (`cli_call_interop.rs` runs the official SDKs' servers.)
 //!
 //! Results are compared with what the server sent, byte for byte where the server's bytes are known
 //! ([`expected_result`]), and a tool's executions are counted (the loopback server's streams, the
-//! interop servers' `count` tool), so a re-run, a torn result or a lost exit status cannot pass.
+//! server's call counter), so a re-run, a torn result or a lost exit status cannot pass.
 
-use std::process::Command;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use ssegate_testkit::hostile::{HostileServer, Misbehaviour};
-use ssegate_testkit::interop::{Sdk, start};
-use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{
     DEFAULT_RESULT_SIZE, DEFAULT_SEED, RunningServer, ServerConfig, ServerMode, expected_result,
 };
 
-/// What one run of `ssegate call` did.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Run {
-    /// The start of stdout only (results are megabytes).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut end = self.stdout.len().min(300);
-        while !self.stdout.is_char_boundary(end) {
-            end -= 1;
-        }
-        f.debug_struct("Run")
-            .field("code", &self.code)
-            .field("stdout_bytes", &self.stdout.len())
-            .field("stdout_head", &&self.stdout[..end])
-            .field("stderr", &self.stderr)
-            .finish()
-    }
-}
-
-impl Run {
-    /// The stderr lines.
-    fn lines(&self) -> Vec<&str> {
-        self.stderr.lines().collect()
-    }
-
-    /// stdout as JSON (one line).
-    fn json(&self) -> Value {
-        assert_eq!(self.stdout.lines().count(), 1, "one line: {self:?}");
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout: {e}: {self:?}"))
-    }
-
-    /// The text of the result's first content.
-    fn text(&self) -> String {
-        self.json()["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no text content: {self:?}"))
-            .to_owned()
-    }
-
-    /// Exit `code`, and stderr's last line starts with `prefix`.
-    fn expect(&self, code: i32, prefix: &str) {
-        assert_eq!(self.code, Some(code), "{self:?}");
-        let last = self.lines().last().copied().unwrap_or_default();
-        assert!(last.starts_with(prefix), "{prefix:?}: {self:?}");
-    }
-}
-
-fn call(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
-        .arg("call")
-        .args(args)
-        .output()
-        .expect("run ssegate");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 on stdout"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Runtime::new().expect("a runtime")
-}
+use common::{call, cut_once, proxy, runtime};
 
 /// The loopback MCP server in `mode`.
 fn server(rt: &tokio::runtime::Runtime, mode: ServerMode) -> RunningServer {
@@ -94,23 +27,6 @@ fn server(rt: &tokio::runtime::Runtime, mode: ServerMode) -> RunningServer {
     })
 }
 
-/// The fault proxy in front of `upstream`, no hold after a cut.
-fn proxy(rt: &tokio::runtime::Runtime, upstream: std::net::SocketAddr) -> RunningProxy {
-    rt.block_on(async {
-        let mut pc = ProxyConfig::default();
-        pc.accept_delay(Duration::ZERO);
-        pc.start(upstream).await.unwrap()
-    })
-}
-
-/// The next connection whose response bytes reach `offset` is cut there, and only that one:
-/// whichever connection the command's pooling client sends the call on, and whatever it opens
-/// later (a resume, a re-issue) passes whole.
-fn cut_once(proxy: &RunningProxy, offset: u64) {
-    proxy.set_default_cut(Cut::At(offset));
-    proxy.set_max_cuts(Some(proxy.stats().cuts + 1));
-}
-
 /// The `result` object the loopback server sends for `big_result(size, seed)`, exactly as it
 /// writes it (the response is `{"jsonrpc":"2.0","id":N,"result":<this>}`).
 fn expected_big(size: usize, seed: u64) -> String {
@@ -119,19 +35,6 @@ fn expected_big(size: usize, seed: u64) -> String {
     let prefix = r#"{"jsonrpc":"2.0","id":1,"result":"#;
     assert!(text.starts_with(prefix) && text.ends_with('}'));
     text[prefix.len()..text.len() - 1].to_owned()
-}
-
-/// What the interop servers' `big_result` and `charge` receipts carry: 16-byte blocks
-/// `<offset as %015x>|` (interop/README.md).
-fn pattern(size: usize) -> String {
-    let mut s = String::with_capacity(size + 16);
-    let mut offset = 0;
-    while s.len() < size {
-        s.push_str(&format!("{offset:015x}|"));
-        offset += 16;
-    }
-    s.truncate(size);
-    s
 }
 
 #[test]
@@ -264,6 +167,49 @@ fn a_cut_call_that_cannot_be_resumed_is_outcome_unknown_unless_retry_always() {
     rt.block_on(server.shutdown());
 }
 
+/// The loopback server in its stateless mode (MCP 2026-07-28): `--protocol auto` speaks 2026-07-28;
+/// a cut result is never resumed: outcome unknown (exit 3) and the tool ran once (the server's
+/// counter); with `--retry always` the call is issued again as a new request and the exact result
+/// printed (it ran twice).
+#[test]
+fn on_a_stateless_server_a_cut_call_runs_again_only_with_retry_always() {
+    let rt = runtime();
+    let server = server(&rt, ServerMode::Stateless);
+    let proxy = proxy(&rt, server.addr());
+    let url = format!("http://{}/mcp", proxy.addr());
+    cut_once(&proxy, 2 << 20);
+    let run = call(&[&url, "big_result"]);
+    run.expect(
+        3,
+        "ssegate call: outcome-unknown: tools/call big_result: the stream was lost",
+    );
+    assert!(
+        run.stderr.contains("[protocol 2026-07-28 (stateless)]"),
+        "{run:?}"
+    );
+    assert_eq!(run.stdout, "", "{run:?}");
+    assert_eq!(proxy.stats().cuts, 1, "the proxy cut");
+    assert_eq!(server.stats().calls, 1, "the tool ran once");
+
+    cut_once(&proxy, 2 << 20);
+    let run = call(&[&url, "big_result", "--retry", "always"]);
+    run.expect(0, "ssegate call: result: protocol 2026-07-28 (stateless)");
+    let result: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let mut expected: serde_json::Value =
+        serde_json::from_str(&expected_big(DEFAULT_RESULT_SIZE, DEFAULT_SEED)).unwrap();
+    expected["resultType"] = "complete".into();
+    assert!(result == expected, "not the exact result: {run:?}");
+    assert!(
+        run.stderr.contains("2 attempts, 0 resumes, 1 re-issue,"),
+        "{run:?}"
+    );
+    assert_eq!(proxy.stats().cuts, 2);
+    assert_eq!(server.stats().calls, 3, "ran once cut, once whole");
+    assert_eq!(server.stats().resumes, 0);
+    rt.block_on(proxy.shutdown());
+    rt.block_on(server.shutdown());
+}
+
 /// What the command line says wrong is a usage error (exit 2): nothing is sent.
 #[test]
 fn usage_errors_exit_two_and_send_nothing() {
@@ -378,116 +324,4 @@ fn a_stalled_call_ends_at_the_timeout() {
         "{took:?}"
     );
     rt.block_on(server.shutdown());
-}
-
-// ---------------------------------------------------------------------------------------------
-// The official SDKs' servers (interop/)
-
-/// `--protocol auto` takes the newest protocol each server speaks: `initialize` with 2025-11-25
-/// for `@modelcontextprotocol/sdk` 1.x, 2026-07-28 (stateless) for the Python SDK and
-/// `@modelcontextprotocol/server` 2.x; the result is the server's.
-#[test]
-fn auto_picks_the_newest_protocol_each_sdk_speaks() {
-    for (sdk, protocol) in [
-        (Sdk::Ts, "protocol 2025-11-25 (session)"),
-        (Sdk::Py, "protocol 2026-07-28 (stateless)"),
-        (Sdk::Ts2026, "protocol 2026-07-28 (stateless)"),
-    ] {
-        let Some(server) = start(sdk, &[]) else {
-            continue;
-        };
-        let label = server.label();
-        let run = call(&[
-            &server.url(),
-            "echo",
-            "--args",
-            r#"{"text": "héllo"}"#,
-            "--protocol",
-            "auto",
-        ]);
-        run.expect(
-            0,
-            &format!("ssegate call: result: {protocol}: tools/call echo"),
-        );
-        assert_eq!(run.text(), "héllo", "{label}: {run:?}");
-        assert_ne!(run.json()["isError"], json!(true), "{label}");
-        assert_eq!(run.lines().len(), 1, "{label}: {run:?}");
-    }
-}
-
-/// A `CallToolResult` with `isError: true` (the TypeScript SDK's answer to arguments that fail its
-/// schema) is printed on stdout, and the command exits 1.
-#[test]
-fn a_tool_error_is_printed_and_exits_one() {
-    let Some(server) = start(Sdk::Ts, &[]) else {
-        return;
-    };
-    let run = call(&[&server.url(), "echo", "--args", r#"{"text": 5}"#]);
-    run.expect(
-        1,
-        "ssegate call: tool-error: the tool reported an error (isError: true): MCP error -32602",
-    );
-    assert_eq!(run.json()["isError"], json!(true), "{run:?}");
-    assert!(
-        run.stderr.contains("protocol 2025-11-25 (session)"),
-        "{run:?}"
-    );
-}
-
-/// On 2026-07-28 nothing is resumed: `charge` (not idempotent) cut in the middle of its 4 MiB
-/// receipt through the proxy is outcome unknown (exit 3) and ran once (`count`); with
-/// `--retry always` it is issued again and its intact result printed (it ran twice more). In both
-/// of the server's response modes (a JSON body; SSE).
-#[test]
-fn on_2026_07_28_a_cut_charge_is_outcome_unknown_and_ran_once() {
-    let rt = runtime();
-    for flags in [&[][..], &["--response-mode", "sse"]] {
-        let Some(server) = start(Sdk::Ts2026, flags) else {
-            return;
-        };
-        let label = server.label().to_owned();
-        let proxy = proxy(&rt, server.addr());
-        let url = format!("http://{}/mcp", proxy.addr());
-        let count = || {
-            let run = call(&[&url, "count"]);
-            run.expect(0, "ssegate call: result: protocol 2026-07-28 (stateless)");
-            run.text().parse::<u64>().expect("a number")
-        };
-        let before = count();
-        let size = 4 << 20;
-        let args = format!(r#"{{"size": {size}}}"#);
-
-        cut_once(&proxy, 2 << 20);
-        let run = call(&[&url, "charge", "--args", &args, "--protocol", "auto"]);
-        run.expect(3, "ssegate call: outcome-unknown: tools/call charge");
-        assert!(
-            run.stderr.contains("[protocol 2026-07-28 (stateless)]"),
-            "{label}: {run:?}"
-        );
-        assert_eq!(run.stdout, "", "{label}");
-        assert_eq!(run.lines().len(), 1, "{label}: {run:?}");
-        assert_eq!(proxy.stats().cuts, 1, "{label}: the proxy cut");
-        assert_eq!(count(), before + 1, "{label}: charge ran once");
-
-        cut_once(&proxy, 2 << 20);
-        let run = call(&[&url, "charge", "--args", &args, "--retry", "always"]);
-        run.expect(0, "ssegate call: result: protocol 2026-07-28 (stateless)");
-        assert!(
-            run.stderr.contains("2 attempts, 0 resumes, 1 re-issue,"),
-            "{label}: {run:?}"
-        );
-        let result = run.json();
-        assert_eq!(
-            result["content"][0]["text"],
-            format!("charged {}", before + 3),
-            "{label}"
-        );
-        assert!(
-            result["content"][1]["text"] == pattern(size).as_str(),
-            "{label}: the receipt is not intact"
-        );
-        assert_eq!(proxy.stats().cuts, 2, "{label}");
-        assert_eq!(count(), before + 3, "{label}: ran once cut, once whole");
-        rt.block_on(proxy.shutdown());
-    }
 }
