@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ssegate::client::{
     CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, LEGACY_VERSIONS,
-    MODERN_VERSIONS, Outcome, Protocol, Retry,
+    MODERN_VERSIONS, Outcome, Protocol, Retry, TaskMode,
 };
 use ssegate::message::{Message, RpcId};
 
@@ -59,6 +59,11 @@ pub(crate) struct CallArgs {
     /// readOnlyHint or idempotentHint); always (the tool may run twice).
     #[arg(long, value_enum, default_value_t = RetryArg::IfSafe)]
     retry: RetryArg,
+    /// Whether the call may run as a task: auto (where the server offers tasks: the result is read
+    /// back by polling, and a cut read is read again, never a new call); never; require (fail,
+    /// before sending, if the server offers no tasks for this call).
+    #[arg(long, value_enum, default_value_t = TasksArg::Auto)]
+    tasks: TasksArg,
     /// The deadline of the whole command (connect, call, resumes and re-issues), in seconds
     /// (fractions allowed).
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0, value_parser = seconds)]
@@ -83,6 +88,24 @@ impl From<RetryArg> for Retry {
             RetryArg::Never => Retry::Never,
             RetryArg::IfSafe => Retry::IfSafe,
             RetryArg::Always => Retry::Always,
+        }
+    }
+}
+
+/// `--tasks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TasksArg {
+    Auto,
+    Never,
+    Require,
+}
+
+impl From<TasksArg> for TaskMode {
+    fn from(t: TasksArg) -> TaskMode {
+        match t {
+            TasksArg::Auto => TaskMode::Auto,
+            TasksArg::Never => TaskMode::Never,
+            TasksArg::Require => TaskMode::Require,
         }
     }
 }
@@ -183,6 +206,7 @@ impl Failure {
             ClientError::Protocol(_) => ("protocol", 1),
             ClientError::Refused { .. } => ("refused", 1),
             ClientError::Timeout(_) => ("timeout", 1),
+            ClientError::Task(_) => ("task", 1),
             _ => ("error", 1),
         };
         let mut reason = e.to_string();
@@ -263,7 +287,7 @@ async fn call(
     }
     *session = Some(s);
     let mut options = CallOptions::default();
-    options.retry(args.retry.into());
+    options.retry(args.retry.into()).tasks(args.tasks.into());
     let left = deadline.saturating_sub(started.elapsed());
     if left.is_zero() {
         return Err(Failure::client(&ClientError::Timeout(deadline)));
@@ -412,6 +436,14 @@ fn summary(session: &Session, tool: &str, outcome: &Outcome, bytes: usize) -> St
         line.push_str(&format!(
             ", {}",
             plural(outcome.input_rounds, "input round", "input rounds")
+        ));
+    }
+    if let Some(task) = &outcome.task {
+        line.push_str(&format!(
+            ", ran as task {} ({}, {})",
+            task.id(),
+            task.generation().as_str(),
+            plural(outcome.task_reads, "read", "reads")
         ));
     }
     line.push_str(&format!(", {bytes} bytes"));

@@ -60,6 +60,7 @@
 #![forbid(unsafe_code)]
 
 mod modern;
+mod tasks;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -82,6 +83,11 @@ use crate::message::{Message, RpcId, RpcKind};
 use crate::resume::stream::GuardedStream;
 use crate::resume::{self, Failure, Reconnect, ReconnectResponse, ResumableStream};
 use crate::sse::{self, Data};
+
+pub use tasks::{
+    DEFAULT_MAX_TASK_READ_FAILURES, DEFAULT_TASK_POLL_MAX, DEFAULT_TASK_POLL_MIN, TASKS_EXTENSION,
+    TaskError, TaskErrorKind, TaskGeneration, TaskHandle, TaskMode,
+};
 
 /// The session header.
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -181,6 +187,8 @@ pub struct CallOptions {
     retry: Retry,
     progress_token: Option<RpcId>,
     timeout: Option<Duration>,
+    tasks: TaskMode,
+    task_ttl: Option<Duration>,
 }
 
 impl CallOptions {
@@ -196,10 +204,25 @@ impl CallOptions {
         self
     }
 
-    /// A deadline for the whole call, resumes and renegotiations included (default: the client's
-    /// [`ClientConfig::call_timeout`]).
+    /// A deadline for the whole call, resumes and renegotiations included, and, for a call that
+    /// runs as a task, the polling until it ends (default: the client's
+    /// [`ClientConfig::call_timeout`]). When it passes while a task runs, the task is cancelled.
     pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Whether a `tools/call` may run as a task (default [`TaskMode::Auto`]: where the server
+    /// offers tasks).
+    pub fn tasks(&mut self, mode: TaskMode) -> &mut Self {
+        self.tasks = mode;
+        self
+    }
+
+    /// The time to live asked for a 2025-11-25 task (`params.task.ttl`; default: the server's).
+    /// A 2026-07-28 server sets the ttl itself.
+    pub fn task_ttl(&mut self, ttl: Duration) -> &mut Self {
+        self.task_ttl = Some(ttl);
         self
     }
 }
@@ -264,6 +287,8 @@ pub struct ClientConfig {
     protocol: Protocol,
     max_attempts: u32,
     max_input_rounds: u32,
+    task_poll: (Duration, Duration),
+    max_task_read_failures: u32,
     connect_timeout: Duration,
     call_timeout: Option<Duration>,
     pub(crate) max_json_body: usize,
@@ -283,6 +308,7 @@ impl fmt::Debug for ClientConfig {
             .field("roots", &self.roots.len())
             .field("protocol", &self.protocol)
             .field("max_attempts", &self.max_attempts)
+            .field("task_poll", &self.task_poll)
             .field("call_timeout", &self.call_timeout)
             .field("redirects", &self.redirects)
             .finish_non_exhaustive()
@@ -292,7 +318,8 @@ impl fmt::Debug for ClientConfig {
 impl Default for ClientConfig {
     /// The resumable stream's defaults (replay timeout 10 s, idle timeout 300 s, reconnect delays
     /// between 250 ms and 60 s), protocol [`Protocol::Auto`] (2026-07-28, else `2025-11-25`), 3 attempts
-    /// per call, 10 rounds of input per request, a 10 s connect
+    /// per call, 10 rounds of input per request, task polls every 50 ms to 5 s as the server asks
+    /// and 10 failed task reads in a row at most, a 10 s connect
     /// timeout, a 600 s deadline per call, JSON bodies up to 64 MiB, error bodies read up to
     /// 1 KiB, no redirects, pooled connections, the platform's TLS roots, [`DefaultHandler`].
     fn default() -> Self {
@@ -304,6 +331,8 @@ impl Default for ClientConfig {
             protocol: Protocol::Auto,
             max_attempts: 3,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            task_poll: (DEFAULT_TASK_POLL_MIN, DEFAULT_TASK_POLL_MAX),
+            max_task_read_failures: DEFAULT_MAX_TASK_READ_FAILURES,
             connect_timeout: Duration::from_secs(10),
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
             max_json_body: 64 << 20,
@@ -413,6 +442,23 @@ impl ClientConfig {
         self
     }
 
+    /// Bounds of the wait between two reads of a task's status: the server's `pollInterval`
+    /// raised to `min` and capped at `max` (then jittered by ±20 %, so a fleet does not poll in
+    /// step). Defaults [`DEFAULT_TASK_POLL_MIN`] and [`DEFAULT_TASK_POLL_MAX`]; `max` is raised to
+    /// `min` if below it.
+    pub fn task_poll(&mut self, min: Duration, max: Duration) -> &mut Self {
+        self.task_poll = (min, max.max(min));
+        self
+    }
+
+    /// Most reads of a task that may fail in a row (cut, refused, unreachable) before the call
+    /// gives up with [`TaskErrorKind::ReadsFailed`] (default [`DEFAULT_MAX_TASK_READ_FAILURES`];
+    /// at least 1). The task itself is not cancelled: read it later with [`Client::resume_task`].
+    pub fn max_task_read_failures(&mut self, n: u32) -> &mut Self {
+        self.max_task_read_failures = n.max(1);
+        self
+    }
+
     /// Attempts per call, the first included (default 3).
     pub fn max_attempts(&mut self, n: u32) -> &mut Self {
         self.max_attempts = n.max(1);
@@ -496,8 +542,13 @@ pub struct Outcome {
     pub other_messages: u32,
     /// Every stream failure, in order.
     pub refusals: Vec<Failure>,
-    /// Rounds of `input_required` answered (MCP 2026-07-28), each a new request.
+    /// Rounds of `input_required` answered (MCP 2026-07-28), each a new request (or, in a task,
+    /// a `tasks/update`).
     pub input_rounds: u32,
+    /// The task the call ran as, when the server answered it with one ([`TaskHandle`]).
+    pub task: Option<TaskHandle>,
+    /// Reads of the task answered (`tasks/get`, `tasks/result`).
+    pub task_reads: u32,
 }
 
 /// A response the client received.
@@ -652,6 +703,8 @@ pub enum ClientError {
     },
     /// The call's deadline passed.
     Timeout(Duration),
+    /// The call ran (or had to run) as a task and has no result.
+    Task(Box<TaskError>),
 }
 
 impl fmt::Display for ClientError {
@@ -725,6 +778,7 @@ impl fmt::Display for ClientError {
             ClientError::Timeout(after) => {
                 write!(f, "the call timed out after {} ms", after.as_millis())
             }
+            ClientError::Task(e) => e.fmt(f),
         }
     }
 }
@@ -736,6 +790,7 @@ impl std::error::Error for ClientError {
                 Some(source)
             }
             ClientError::Protocol(e) => Some(e),
+            ClientError::Task(e) => Some(&**e),
             ClientError::Refused { failure, .. } | ClientError::OutcomeUnknown { failure, .. } => {
                 Some(&**failure)
             }
@@ -819,6 +874,8 @@ struct ToolInfo {
     safe: bool,
     /// Its `x-mcp-header` arguments, mirrored into `Mcp-Param-*` headers on 2026-07-28.
     headers: Vec<modern::ParamHeader>,
+    /// Its 2025-11-25 `execution.taskSupport`.
+    tasks: tasks::TaskSupport,
 }
 
 /// A guarded MCP client. Cheap to share: calls take `&self`.
@@ -1373,7 +1430,14 @@ impl Client {
             let a = &t["annotations"];
             let safe = a["readOnlyHint"].as_bool() == Some(true)
                 || a["idempotentHint"].as_bool() == Some(true);
-            known.insert(name.to_owned(), ToolInfo { safe, headers });
+            known.insert(
+                name.to_owned(),
+                ToolInfo {
+                    safe,
+                    headers,
+                    tasks: tasks::TaskSupport::of_tool(t),
+                },
+            );
             true
         });
         *self.inner.tools.lock().expect("tools lock") = Some(known);
@@ -1439,19 +1503,27 @@ impl Client {
                 .as_object_mut()
                 .map(|m| m.insert("progressToken".into(), token));
         }
-        let mut cancel = CancelOnDrop {
-            client: Some(self.clone()),
-            id,
-        };
         let span = info_span!("mcp_call", method, id);
-        let call = self
-            .call_inner(method, params, options.retry, id)
-            .instrument(span);
-        let result = within(options.timeout.or(self.inner.config.call_timeout), call).await;
-        if !matches!(result, Err(ClientError::Timeout(_))) {
+        let call = async {
+            // Dropped with the call (its deadline, or the caller's drop) before the answer: the
+            // server is told (`notifications/cancelled`; a task is cancelled with `tasks/cancel`).
+            let mut cancel = CancelOnDrop {
+                client: Some(self.clone()),
+                id,
+            };
+            let result = if method == "tools/call" {
+                self.call_tool_tasks(params, options, id, &mut cancel).await
+            } else {
+                self.call_inner(method, params, options.retry, id).await
+            };
             cancel.client = None;
-        }
-        result
+            result
+        };
+        within(
+            options.timeout.or(self.inner.config.call_timeout),
+            call.instrument(span),
+        )
+        .await
     }
 
     async fn safe_to_reissue(&self, method: &str, params: &Value, retry: Retry) -> bool {

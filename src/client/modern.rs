@@ -32,7 +32,21 @@ pub(crate) fn stamp_meta(params: &mut Value, version: &str, capabilities: &Value
     }
     let meta = meta.as_object_mut().expect("an object");
     meta.insert(META_VERSION.into(), json!(version));
-    meta.insert(META_CAPABILITIES.into(), capabilities.clone());
+    // Extensions the request declares itself (tasks) are kept beside the client's capabilities.
+    let extensions = meta
+        .get(META_CAPABILITIES)
+        .and_then(|c| c.get("extensions"))
+        .cloned();
+    let mut declared = capabilities.clone();
+    if let (Some(Value::Object(more)), Some(obj)) = (extensions, declared.as_object_mut()) {
+        let into = obj
+            .entry("extensions")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(into) = into.as_object_mut() {
+            into.extend(more);
+        }
+    }
+    meta.insert(META_CAPABILITIES.into(), declared);
     meta.insert(
         META_CLIENT_INFO.into(),
         json!({"name": name, "version": env!("CARGO_PKG_VERSION")}),
@@ -178,6 +192,9 @@ pub(crate) fn request_headers(
     let name = match method {
         "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
         "resources/read" => body["params"]["uri"].as_str(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" => {
+            body["params"]["taskId"].as_str()
+        }
         _ => None,
     };
     if let Some(name) = name {
