@@ -31,6 +31,11 @@
 //!   typed [`Failure`]. A refusal on a stream with nothing outstanding (the standalone `GET`
 //!   stream) is an [`SseError::Body`] holding an [`Error::Refused`] (downcast it), after which
 //!   rmcp's reconnect gets `ServerDoesNotSupportSse`, which stops its loop.
+//! - A task read (`tasks/get`, `tasks/result`: rmcp's `get_task`) whose connection fails, whose
+//!   JSON answer is not one whole value, or whose stream the guard refuses before the answer is
+//!   sent again, as the same request, up to 10 times: it is a pure read, so the task's result (a
+//!   4 MiB inline result is one event) comes back without the tool running again. Nothing else is
+//!   ever re-sent.
 //! - rmcp's limits map onto the decoder's: `max_sse_event_size` is the decoder's
 //!   [`max_event`](crate::sse::DecoderConfig::max_event); `max_json_response_size` bounds a JSON answer
 //!   (together with [`ClientConfig::max_json_body`]); `max_error_response_size` bounds the error
@@ -777,6 +782,224 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// One `POST` of a client message, kept so that a read can be sent again.
+struct Post {
+    client: GuardedHttpClient,
+    request_id: Option<RpcId>,
+    /// A task read (`tasks/get`, `tasks/result`): a pure read, sent again when its answer is lost.
+    read: bool,
+    body: Bytes,
+    uri: Arc<str>,
+    session_id: Option<Arc<str>>,
+    auth_header: Option<String>,
+    custom_headers: HashMap<HeaderName, HeaderValue>,
+    limits: StreamableHttpResponseLimits,
+}
+
+impl Post {
+    async fn send(&self) -> HttpResult<StreamableHttpPostResponse> {
+        let (uri, session_id, limits, request_id) =
+            (&self.uri, &self.session_id, self.limits, &self.request_id);
+        let response = self
+            .client
+            .request(
+                reqwest::Method::POST,
+                uri,
+                session_id.as_ref(),
+                self.auth_header.clone(),
+                self.custom_headers.clone(),
+            )?
+            .header(header::ACCEPT, "text/event-stream, application/json")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(self.body.clone())
+            .send()
+            .await
+            .map_err(|e| StreamableHttpError::Client(Error::Http(e)))?;
+        auth_errors(&response)?;
+        let status = response.status();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == StatusCode::NOT_FOUND && session_id.is_some() {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let content_type = content_type(&response);
+        let is = |mime| content_type.as_deref().is_some_and(|ct| mime_is(ct, mime));
+        let (is_json, is_sse) = (is("application/json"), is("text/event-stream"));
+        let new_session = response
+            .headers()
+            .get(crate::client::SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let status_error = http_status_error(status, response.headers());
+        if let Some(e) = status_error
+            && (!is_json || status == StatusCode::TOO_MANY_REQUESTS)
+        {
+            return Err(e.into());
+        }
+        let json_limit = limits
+            .max_json_response_size
+            .min(self.client.inner.max_json_body);
+        if !status.is_success() {
+            // A JSON-RPC error in the body is the answer; anything else is reported by status.
+            let limit = if is_json {
+                json_limit
+            } else {
+                limits.max_error_response_size
+            };
+            let body = read_bounded(response.bytes_stream().boxed(), limit).await?;
+            if let Ok(body) = &body
+                && is_json
+                && let Ok(m @ ::rmcp::model::JsonRpcMessage::Error(_)) =
+                    serde_json::from_slice(body)
+            {
+                return Ok(StreamableHttpPostResponse::Json(m, new_session));
+            }
+            if let Some(e) = http_status_error(status, &HeaderMap::new()) {
+                return Err(e.into());
+            }
+            let body = body.unwrap_or_else(|e| e.to_string().into_bytes());
+            let end = body.len().min(limits.max_error_response_size);
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                format!("HTTP {status}: {}", String::from_utf8_lossy(&body[..end])),
+            )));
+        }
+        if is_sse {
+            let inner = &self.client.inner;
+            let stream = match request_id {
+                Some(id) => inner
+                    .session(session_id.as_ref(), limits.max_sse_event_size)
+                    .request_stream(id.clone()),
+                // A stream answering a notification owes nothing: it finishes at its end.
+                None => inner.stream_config(limits.max_sse_event_size).build(),
+            };
+            let body = response.bytes_stream().boxed();
+            let drive = Drive::new(inner.clone(), stream, Some(body), None);
+            return Ok(StreamableHttpPostResponse::Sse(
+                drive.into_stream(),
+                new_session,
+            ));
+        }
+        if request_id.is_none() {
+            // A notification or response awaits nothing: any 2xx body is accepted.
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if !is_json {
+            return Err(StreamableHttpError::UnexpectedContentType(content_type));
+        }
+        let body = match read_bounded(response.bytes_stream().boxed(), json_limit).await? {
+            Ok(body) => body,
+            Err(_) => {
+                return Err(StreamableHttpError::ResponseBodyTooLarge {
+                    max_size: json_limit,
+                });
+            }
+        };
+        let parsed = serde_json::from_slice(&body)?;
+        Ok(StreamableHttpPostResponse::Json(parsed, new_session))
+    }
+
+    /// A task read: sent again (as it is, the same request) when its connection fails, its JSON
+    /// answer is not whole, or its stream is refused before the answer, at most
+    /// [`MAX_REREADS`] times; never turned into another request.
+    async fn send_read(self) -> HttpResult<StreamableHttpPostResponse> {
+        let mut left = MAX_REREADS;
+        loop {
+            match self.send().await {
+                Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                    return Ok(StreamableHttpPostResponse::Sse(
+                        rereading(stream, self, left),
+                        session,
+                    ));
+                }
+                Err(e) if left > 0 && rereadable(&e) => {
+                    left -= 1;
+                    debug!(error = %e, "a task read was lost; reading again");
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// How many times a lost task read is sent again.
+const MAX_REREADS: u32 = 10;
+
+/// Whether `message` is a task read (`tasks/get`, `tasks/result`).
+fn is_task_read(message: &ClientJsonRpcMessage) -> bool {
+    let ClientJsonRpcMessage::Request(r) = message else {
+        return false;
+    };
+    let method = serde_json::to_value(&r.request)
+        .ok()
+        .and_then(|v| v["method"].as_str().map(str::to_owned));
+    matches!(method.as_deref(), Some("tasks/get" | "tasks/result"))
+}
+
+/// A lost answer (a failed connection, a body that is not one whole JSON value), not the server's.
+fn rereadable(e: &StreamableHttpError<Error>) -> bool {
+    matches!(
+        e,
+        StreamableHttpError::Client(Error::Http(_))
+            | StreamableHttpError::Deserialize(_)
+            | StreamableHttpError::UnexpectedEndOfStream
+            | StreamableHttpError::Io(_)
+    )
+}
+
+/// The refusal [`Drive::on_failed`] gives request `id`, if `item` is one.
+fn is_refusal_of(item: &Result<Sse, SseError>, id: &RpcId) -> bool {
+    let Ok(Sse {
+        data: Some(data), ..
+    }) = item
+    else {
+        return false;
+    };
+    if data.len() > 64 << 10 || !data.contains("-32050") {
+        return false;
+    }
+    let Ok(v) = serde_json::from_str::<Value>(data) else {
+        return false;
+    };
+    v["error"]["code"] == json!(REFUSED) && v["id"] == rpc_id_json(id)
+}
+
+/// A task read's stream: when the guard refuses it before the answer (the read's answer is
+/// owed), the read is sent again and its new answer streamed in its place.
+fn rereading(first: SseStream, post: Post, left: u32) -> SseStream {
+    let Some(id) = post.request_id.clone() else {
+        return first;
+    };
+    futures_util::stream::unfold(
+        (Some(first), post, left, id),
+        |(current, post, mut left, id)| async move {
+            let mut current = current?;
+            loop {
+                let item = current.next().await?;
+                if left == 0 || !is_refusal_of(&item, &id) {
+                    return Some((item, (Some(current), post, left, id)));
+                }
+                left -= 1;
+                debug!(%id, "a task read's stream was refused; reading again");
+                match post.send().await {
+                    Ok(StreamableHttpPostResponse::Sse(next, _)) => current = next,
+                    Ok(StreamableHttpPostResponse::Json(message, _)) => {
+                        let data = serde_json::to_string(&message).unwrap_or_default();
+                        let answer = Ok(Sse {
+                            data: Some(data),
+                            ..Sse::default()
+                        });
+                        return Some((answer, (None, post, left, id)));
+                    }
+                    // The read cannot be sent again: the refusal stands.
+                    _ => return Some((item, (None, post, left, id))),
+                }
+            }
+        },
+    )
+    .boxed()
+}
+
 impl StreamableHttpClient for GuardedHttpClient {
     type Error = Error;
 
@@ -831,105 +1054,24 @@ impl StreamableHttpClient for GuardedHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        let request_id = match &message {
-            ClientJsonRpcMessage::Request(r) => Some(rpc_id(&r.id)),
-            _ => None,
+        let post = Post {
+            client: self.clone(),
+            request_id: match &message {
+                ClientJsonRpcMessage::Request(r) => Some(rpc_id(&r.id)),
+                _ => None,
+            },
+            read: is_task_read(&message),
+            body: Bytes::from(serde_json::to_vec(&message)?),
+            uri,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
         };
-        let body = serde_json::to_vec(&message)?;
-        let response = self
-            .request(
-                reqwest::Method::POST,
-                &uri,
-                session_id.as_ref(),
-                auth_header,
-                custom_headers,
-            )?
-            .header(header::ACCEPT, "text/event-stream, application/json")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| StreamableHttpError::Client(Error::Http(e)))?;
-        auth_errors(&response)?;
-        let status = response.status();
-        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
-            return Ok(StreamableHttpPostResponse::Accepted);
+        if !post.read {
+            return post.send().await;
         }
-        if status == StatusCode::NOT_FOUND && session_id.is_some() {
-            return Err(StreamableHttpError::SessionExpired);
-        }
-        let content_type = content_type(&response);
-        let is = |mime| content_type.as_deref().is_some_and(|ct| mime_is(ct, mime));
-        let (is_json, is_sse) = (is("application/json"), is("text/event-stream"));
-        let new_session = response
-            .headers()
-            .get(crate::client::SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let status_error = http_status_error(status, response.headers());
-        if let Some(e) = status_error
-            && (!is_json || status == StatusCode::TOO_MANY_REQUESTS)
-        {
-            return Err(e.into());
-        }
-        let json_limit = limits.max_json_response_size.min(self.inner.max_json_body);
-        if !status.is_success() {
-            // A JSON-RPC error in the body is the answer; anything else is reported by status.
-            let limit = if is_json {
-                json_limit
-            } else {
-                limits.max_error_response_size
-            };
-            let body = read_bounded(response.bytes_stream().boxed(), limit).await?;
-            if let Ok(body) = &body
-                && is_json
-                && let Ok(m @ ::rmcp::model::JsonRpcMessage::Error(_)) =
-                    serde_json::from_slice(body)
-            {
-                return Ok(StreamableHttpPostResponse::Json(m, new_session));
-            }
-            if let Some(e) = http_status_error(status, &HeaderMap::new()) {
-                return Err(e.into());
-            }
-            let body = body.unwrap_or_else(|e| e.to_string().into_bytes());
-            let end = body.len().min(limits.max_error_response_size);
-            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!("HTTP {status}: {}", String::from_utf8_lossy(&body[..end])),
-            )));
-        }
-        if is_sse {
-            let stream = match request_id {
-                Some(id) => self
-                    .inner
-                    .session(session_id.as_ref(), limits.max_sse_event_size)
-                    .request_stream(id),
-                // A stream answering a notification owes nothing: it finishes at its end.
-                None => self.inner.stream_config(limits.max_sse_event_size).build(),
-            };
-            let body = response.bytes_stream().boxed();
-            let drive = Drive::new(self.inner.clone(), stream, Some(body), None);
-            return Ok(StreamableHttpPostResponse::Sse(
-                drive.into_stream(),
-                new_session,
-            ));
-        }
-        if request_id.is_none() {
-            // A notification or response awaits nothing: any 2xx body is accepted.
-            return Ok(StreamableHttpPostResponse::Accepted);
-        }
-        if !is_json {
-            return Err(StreamableHttpError::UnexpectedContentType(content_type));
-        }
-        let body = match read_bounded(response.bytes_stream().boxed(), json_limit).await? {
-            Ok(body) => body,
-            Err(_) => {
-                return Err(StreamableHttpError::ResponseBodyTooLarge {
-                    max_size: json_limit,
-                });
-            }
-        };
-        let parsed = serde_json::from_slice(&body)?;
-        Ok(StreamableHttpPostResponse::Json(parsed, new_session))
+        post.send_read().await
     }
 
     async fn delete_session(
