@@ -57,8 +57,8 @@ pub enum TaskMode {
     /// server may still answer directly.
     #[default]
     Auto,
-    /// Never: a server that can only run the tool as a task answers with an error
-    /// ([`TaskErrorKind::Required`]).
+    /// Never: a tool that runs only as a task (2025-11-25 `taskSupport: "required"`; nothing is
+    /// sent), or a server that answers so (2026-07-28 `-32021`), is [`TaskErrorKind::Required`].
     Never,
     /// Only as a task where the server can run one: a server that offers no tasks for the call is
     /// [`TaskErrorKind::Unsupported`] before anything is sent. (A server that offers them may still
@@ -368,12 +368,19 @@ impl Client {
             None => {}
         }
         let tool = params["name"].as_str().map(str::to_owned);
-        let response = self
+        let response = match self
             .call_inner("tools/call", params, options.retry, id)
-            .await;
-        let response = match response {
+            .await
+        {
             Ok(r) => r,
-            Err(e) => return Err(e),
+            Err(e) => {
+                return Err(match rpc_error_of(&e) {
+                    Some(error) if requires_tasks(&error) => {
+                        task_error(None, TaskErrorKind::Required)
+                    }
+                    _ => e,
+                });
+            }
         };
         let Some(generation) = generation else {
             return self.direct_answer(response);
@@ -404,12 +411,7 @@ impl Client {
     fn direct_answer(&self, response: Response) -> Result<Response, ClientError> {
         if response.message.len() <= MAX_HANDLE_BYTES
             && let Ok(v) = response.message.deserialize::<Value>()
-            && let Some(code) = v["error"]["code"].as_i64()
-            && (code == MISSING_REQUIRED_CLIENT_CAPABILITY
-                || code == MISSING_REQUIRED_CLIENT_CAPABILITY_DRAFT)
-            && v["error"]["data"]["requiredCapabilities"]["extensions"]
-                .get(TASKS_EXTENSION)
-                .is_some()
+            && requires_tasks(&v["error"])
         {
             return Err(task_error(None, TaskErrorKind::Required));
         }
@@ -422,10 +424,10 @@ impl Client {
         params: &Value,
         mode: TaskMode,
     ) -> Result<Option<TaskGeneration>, ClientError> {
-        if mode == TaskMode::Never {
+        let session = self.session();
+        if mode == TaskMode::Never && session.modern {
             return Ok(None);
         }
-        let session = self.session();
         let capabilities = session.capabilities.clone().unwrap_or_default();
         if session.modern {
             // The server alone decides; declaring the extension never forces a task. `Require`
@@ -439,6 +441,9 @@ impl Client {
         let server = capabilities["tasks"]["requests"]["tools"]
             .get("call")
             .is_some();
+        if mode == TaskMode::Never && !server {
+            return Ok(None);
+        }
         let support = if server {
             self.tool_task_support(params["name"].as_str().unwrap_or_default())
                 .await
@@ -446,6 +451,11 @@ impl Client {
             TaskSupport::Forbidden
         };
         match (mode, support) {
+            // The tool runs only as a task, which the call refused: nothing is sent.
+            (TaskMode::Never, TaskSupport::Required) => {
+                Err(task_error(None, TaskErrorKind::Required))
+            }
+            (TaskMode::Never, _) => Ok(None),
             (_, TaskSupport::Optional | TaskSupport::Required) => {
                 Ok(Some(TaskGeneration::Experimental))
             }
@@ -664,16 +674,12 @@ impl Client {
                     let Some(error) = answer.get("error") else {
                         return Ok(answer);
                     };
-                    let kind = if error["code"].as_i64() == Some(-32602) {
-                        TaskErrorKind::NotFound {
-                            message: error["message"].as_str().unwrap_or_default().to_owned(),
-                        }
-                    } else {
-                        TaskErrorKind::ReadError {
-                            error: error.clone(),
-                        }
-                    };
-                    return Err(task_error(Some(handle), kind));
+                    return Err(read_error(handle, error));
+                }
+                // A JSON-RPC error answered with an HTTP error status.
+                Err(e) if rpc_error_of(&e).is_some() => {
+                    let error = rpc_error_of(&e).expect("just seen");
+                    return Err(read_error(handle, &error));
                 }
                 Err(e @ (ClientError::OutcomeUnknown { .. } | ClientError::Refused { .. })) => e,
                 Err(e @ ClientError::Http { .. }) => e,
@@ -715,6 +721,42 @@ impl Client {
             outcome: outcome.clone(),
         }
     }
+}
+
+/// A JSON-RPC error object answered with an HTTP error status (`400` on 2026-07-28).
+fn rpc_error_of(e: &ClientError) -> Option<Value> {
+    let ClientError::Status { status, body, .. } = e else {
+        return None;
+    };
+    if !(400..500).contains(status) {
+        return None;
+    }
+    let v: Value = serde_json::from_str(body).ok()?;
+    v.get("error").filter(|e| e["code"].is_i64()).cloned()
+}
+
+/// Whether a JSON-RPC error says the server needs the tasks extension declared (`-32021`).
+fn requires_tasks(error: &Value) -> bool {
+    let code = error["code"].as_i64();
+    (code == Some(MISSING_REQUIRED_CLIENT_CAPABILITY)
+        || code == Some(MISSING_REQUIRED_CLIENT_CAPABILITY_DRAFT))
+        && error["data"]["requiredCapabilities"]["extensions"]
+            .get(TASKS_EXTENSION)
+            .is_some()
+}
+
+/// A task read answered with a JSON-RPC error: an unknown task (`-32602`), or another error.
+fn read_error(handle: &TaskHandle, error: &Value) -> ClientError {
+    let kind = if error["code"].as_i64() == Some(-32602) {
+        TaskErrorKind::NotFound {
+            message: error["message"].as_str().unwrap_or_default().to_owned(),
+        }
+    } else {
+        TaskErrorKind::ReadError {
+            error: error.clone(),
+        }
+    };
+    task_error(Some(handle), kind)
 }
 
 /// The task handle in a `tools/call` answer, if it is one.
