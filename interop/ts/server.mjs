@@ -1,6 +1,7 @@
 // An MCP server on the official TypeScript SDK, for ssegate's interop tests.
 //
 //   node server.mjs [--port N] [--host H] [--stateless] [--forgetful]
+//                   [--tasks [--task-delay-ms N] [--poll-interval-ms N] [--tasks-required]]
 //
 // Port: --port, else $PORT, else 0 (any free port). Once listening it prints one line
 // `listening http://HOST:PORT/mcp` on stdout, so a harness started with port 0 learns the port.
@@ -15,6 +16,16 @@
 //                                receipt of `size` deterministic bytes (default 0)
 //   count                        how many times `charge` ran in this process
 //
+// --tasks: the SDK's experimental tasks (SEP-1686, protocol 2025-11-25): one process-wide
+// InMemoryTaskStore (tasks scoped by session; it keeps a result until the task's ttl runs out,
+// reading it does not delete it), `capabilities.tasks` ({list, cancel, requests.tools.call}), and
+// `charge` registered with `registerToolTask` (`execution.taskSupport: 'optional'`, or 'required'
+// with --tasks-required). A `tools/call` of `charge` with `params.task: {ttl}` answers a
+// CreateTaskResult at once; the task stays `working` --task-delay-ms (default 200), then charge
+// runs (counted) and the task is `completed`; `tasks/get` answers the task, `tasks/result` the
+// CallToolResult (blocking until the task is terminal). Without `params.task`, an 'optional'
+// charge is run as a task the SDK polls itself, and answered as a plain result.
+//
 // The content of big_result (and of charge's receipt) is deterministic: 16-byte blocks, each the
 // block's byte offset as 15 lowercase hex digits and a `|`, truncated to `size`. A torn or
 // duplicated segment cannot go unnoticed.
@@ -22,6 +33,7 @@ import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { z } from 'zod';
 
 const args = process.argv.slice(2);
@@ -34,6 +46,12 @@ const host = option('--host') ?? '127.0.0.1';
 const port = Number(option('--port') ?? process.env.PORT ?? 0);
 const stateless = flag('--stateless');
 const forgetful = flag('--forgetful');
+const tasks = flag('--tasks');
+const taskDelayMs = Number(option('--task-delay-ms') ?? 200);
+const pollIntervalMs = Number(option('--poll-interval-ms') ?? 100);
+const tasksRequired = flag('--tasks-required');
+/** One store for the process (the SDK scopes each task to the session that made it). */
+const taskStore = tasks ? new InMemoryTaskStore() : undefined;
 
 /** The deterministic content: `size` bytes of 16-byte blocks `<offset as %015x>|`. */
 export function pattern(size) {
@@ -95,7 +113,17 @@ class InMemoryEventStore {
 let charges = 0;
 
 function buildServer() {
-    const server = new McpServer({ name: 'ssegate-interop-ts', version: '0.0.0' });
+    const server = new McpServer(
+        { name: 'ssegate-interop-ts', version: '0.0.0' },
+        tasks
+            ? {
+                  capabilities: {
+                      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } }
+                  },
+                  taskStore
+              }
+            : undefined
+    );
     server.registerTool(
         'big_result',
         {
@@ -139,20 +167,43 @@ function buildServer() {
         },
         async ({ text }) => ({ content: [{ type: 'text', text }] })
     );
-    server.registerTool(
-        'charge',
-        {
-            description: 'Not idempotent: counts its executions; a receipt of `size` bytes',
-            inputSchema: { size: z.number().int().min(0).max(256 << 20).optional() },
-            annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: false }
-        },
-        async ({ size }) => {
-            charges += 1;
-            const content = [{ type: 'text', text: `charged ${charges}` }];
-            if (size) content.push({ type: 'text', text: pattern(size) });
-            return { content };
-        }
-    );
+    const charge = size => {
+        charges += 1;
+        const content = [{ type: 'text', text: `charged ${charges}` }];
+        if (size) content.push({ type: 'text', text: pattern(size) });
+        return { content };
+    };
+    const chargeConfig = {
+        description: 'Not idempotent: counts its executions; a receipt of `size` bytes',
+        inputSchema: { size: z.number().int().min(0).max(256 << 20).optional() },
+        annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: false }
+    };
+    if (tasks) {
+        server.experimental.tasks.registerToolTask(
+            'charge',
+            { ...chargeConfig, execution: { taskSupport: tasksRequired ? 'required' : 'optional' } },
+            {
+                createTask: async ({ size }, extra) => {
+                    // ttl: the one the client asked for (null when it asked for none: kept for
+                    // the life of the process).
+                    const task = await extra.taskStore.createTask({
+                        ttl: extra.taskRequestedTtl ?? null,
+                        pollInterval: pollIntervalMs
+                    });
+                    setTimeout(() => {
+                        extra.taskStore
+                            .storeTaskResult(task.taskId, 'completed', charge(size))
+                            .catch(e => console.error(`task ${task.taskId}:`, e));
+                    }, taskDelayMs);
+                    return { task };
+                },
+                getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
+                getTaskResult: async (_args, extra) => extra.taskStore.getTaskResult(extra.taskId)
+            }
+        );
+    } else {
+        server.registerTool('charge', chargeConfig, async ({ size }) => charge(size));
+    }
     server.registerTool(
         'count',
         {

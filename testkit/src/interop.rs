@@ -2,8 +2,9 @@
 //! processes on a free loopback port, for interop tests (`testkit/tests/interop.rs`, the command's
 //! tests).
 //!
-//! The servers are installed by `interop/setup` (npm packages from lock files, a Python venv);
-//! `interop/README.md` describes their tools and flags. When a server is not installed (or there is
+//! The servers are installed by `interop/setup` (npm packages from lock files, a Python venv, the
+//! `ssegate-interop-rmcp` binary built with cargo); `interop/README.md` describes their tools and
+//! flags. When a server is not installed (or there is
 //! no `interop/` directory above this crate, as in a published package), [`start`] fails the test
 //! if `CI` is set, and otherwise says so loudly on stderr and returns `None`, so the test can skip.
 //!
@@ -28,7 +29,8 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Sdk {
-    /// interop/ts: `@modelcontextprotocol/sdk` on Node.
+    /// interop/ts: `@modelcontextprotocol/sdk` on Node (`--tasks`: its SEP-1686 tasks, `charge` as
+    /// a task).
     Ts,
     /// interop/py: PyPI `mcp` in interop/py/.venv (both eras: `initialize`, and 2026-07-28 for a
     /// request that declares it).
@@ -36,6 +38,98 @@ pub enum Sdk {
     /// interop/ts2026: `@modelcontextprotocol/server` 2.x on Node (2026-07-28, and stateless
     /// 2025-era service).
     Ts2026,
+    /// interop/rmcp: the `rmcp-task-server` binary of the `ssegate-interop-rmcp` workspace member
+    /// (rmcp 3.x with its SEP-2663 task runtime, MCP 2026-07-28 tasks extension; sessions for
+    /// 2025-era clients), built by `interop/setup rmcp` into the cargo target directory.
+    RmcpTasks,
+    /// interop/everything: `@modelcontextprotocol/server-everything` in Streamable HTTP mode
+    /// (SEP-1686 tasks of 2025-11-25: `simulate-research-query`), bound to loopback by
+    /// `interop/everything/server.cjs`.
+    Everything,
+}
+
+impl Sdk {
+    /// What `interop/setup` takes to install this server (`ts`, `rmcp`, ...).
+    pub fn setup_name(self) -> &'static str {
+        match self {
+            Sdk::Ts => "ts",
+            Sdk::Py => "py",
+            Sdk::Ts2026 => "ts2026",
+            Sdk::RmcpTasks => "rmcp",
+            Sdk::Everything => "everything",
+        }
+    }
+}
+
+/// The binary `interop/setup rmcp` builds.
+const RMCP_TASK_SERVER: &str = "rmcp-task-server";
+
+/// The cargo target directories where `rmcp-task-server` may be: `$CARGO_TARGET_DIR` (at run
+/// time, then at build time), the one this test binary runs from (`<target>/<profile>/deps/..`),
+/// and `<repo>/target`.
+fn target_dirs(repo: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        dirs.push(PathBuf::from(dir));
+    }
+    if let Some(dir) = option_env!("CARGO_TARGET_DIR") {
+        dirs.push(PathBuf::from(dir));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        // <target>/<profile>/deps/<test binary>
+        if let Some(target) = exe.ancestors().nth(3) {
+            dirs.push(target.to_owned());
+        }
+    }
+    dirs.push(repo.join("target"));
+    dirs
+}
+
+/// The newest `rmcp-task-server` built (debug or release) in any of [`target_dirs`], or why there
+/// is none usable: missing, or older than its sources (`interop/rmcp/src`, its `Cargo.toml`).
+fn rmcp_task_server(interop: &Path) -> Result<PathBuf, String> {
+    let repo = interop.parent().unwrap_or(interop);
+    let modified = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
+    let candidates: Vec<PathBuf> = target_dirs(repo)
+        .into_iter()
+        .flat_map(|t| [t.join("debug"), t.join("release")])
+        .map(|d| {
+            d.join(format!(
+                "{RMCP_TASK_SERVER}{}",
+                std::env::consts::EXE_SUFFIX
+            ))
+        })
+        .collect();
+    let newest = candidates
+        .iter()
+        .filter_map(|p| Some((modified(p)?, p)))
+        .max_by_key(|(t, _)| *t);
+    let Some((built, binary)) = newest else {
+        return Err(format!(
+            "no {RMCP_TASK_SERVER} binary (looked for {})",
+            candidates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    let crate_dir = interop.join("rmcp");
+    let mut sources = vec![crate_dir.join("Cargo.toml")];
+    if let Ok(entries) = std::fs::read_dir(crate_dir.join("src")) {
+        sources.extend(entries.filter_map(|e| Some(e.ok()?.path())));
+    }
+    if let Some(newer) = sources
+        .iter()
+        .find(|s| modified(s).is_some_and(|t| t > built))
+    {
+        return Err(format!(
+            "{} is older than {} (stale)",
+            binary.display(),
+            newer.display()
+        ));
+    }
+    Ok(binary.clone())
 }
 
 /// A server child process, killed on drop.
@@ -113,6 +207,23 @@ pub fn command(sdk: Sdk, flags: &[&str]) -> Result<Command, String> {
             cmd.arg(py.join("server.py")).current_dir(&py);
             cmd
         }
+        Sdk::RmcpTasks => {
+            let mut cmd = Command::new(rmcp_task_server(&dir)?);
+            cmd.current_dir(dir.join("rmcp"));
+            cmd
+        }
+        Sdk::Everything => {
+            let everything = dir.join("everything");
+            let package = everything
+                .join("node_modules/@modelcontextprotocol/server-everything/package.json");
+            if !package.is_file() {
+                return Err(format!("{} is missing", package.display()));
+            }
+            let mut cmd = Command::new("node");
+            cmd.arg(everything.join("server.cjs"))
+                .current_dir(&everything);
+            cmd
+        }
     };
     cmd.args(["--host", "127.0.0.1", "--port", "0"]).args(flags);
     Ok(cmd)
@@ -140,7 +251,10 @@ pub fn start(sdk: Sdk, flags: &[&str]) -> Option<Server> {
     let mut cmd = match command(sdk, flags) {
         Ok(cmd) => cmd,
         Err(why) => {
-            missing(&label, &why);
+            missing(
+                &label,
+                &format!("{why}; run `interop/setup {}`", sdk.setup_name()),
+            );
             return None;
         }
     };
