@@ -1208,6 +1208,8 @@ async fn stateless_mode_speaks_2026_07_28_only() {
         )
         .await;
         assert_eq!(mismatch.status, StatusCode::BAD_REQUEST);
+        let v: Value = serde_json::from_slice(&mismatch.body).unwrap();
+        assert_eq!(v["error"]["code"], -32020, "HeaderMismatch");
 
         let r = send(
             addr,

@@ -13,6 +13,7 @@
 //! | `POST tools/call` | `200 text/event-stream`: priming event (id, empty data, `retry`), progress notifications, the result |
 //! | `POST tools/call` with `size` / `count` / `seed` out of range | `200` JSON-RPC error `-32602` |
 //! | `POST ping` / unknown method | `200` JSON result `{}` / JSON-RPC error `-32601` |
+//! | `POST tools/call` with `params.task`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` | with [`ServerConfig::tasks`] on: MCP 2025-11-25 tasks (the [`tasks`] module's table; `initialize` then declares `capabilities.tasks` and `tools/list` each tool's `execution.taskSupport`); off (the default): `params.task` is ignored, `tasks/*` is `-32601` |
 //! | `GET` + `Last-Event-ID` | the resume, as the [`ServerMode`] says (with [`ServerStore::Redis`]: the replay from Redis, `409` on a miss) |
 //! | `POST tools/call` or `GET` while the Redis store is unreachable | `503` + `Retry-After` (never an empty `200`) |
 //! | `GET` without `Last-Event-ID` | `405` (no standalone server-to-client stream) |
@@ -23,7 +24,10 @@
 //!
 //! [`ServerMode::Stateless`] answers MCP 2026-07-28 instead, with no sessions (see the `stateless`
 //! module's table: `server/discover`, SSE without event ids, `GET`/`DELETE` `405`, the `ask` tool's
-//! `input_required` rounds).
+//! `input_required` rounds, routing headers that disagree with the body `400` `-32020`), and with
+//! [`ServerConfig::tasks`] on the extension `io.modelcontextprotocol/tasks` (the [`tasks`]
+//! module's table: tasks for clients that declare it, `tasks/get` with the result inline, JSON or
+//! SSE).
 //!
 //! Tools: `big_result` (`size`, default [`ServerConfig::result_size`], at most
 //! [`ServerConfig::max_result_size`]; `seed`): progress notifications, then one text result of exactly
@@ -72,6 +76,7 @@
 
 pub mod balancer;
 mod stateless;
+pub mod tasks;
 mod tools;
 
 use std::collections::{HashMap, VecDeque};
@@ -103,6 +108,10 @@ use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span, field, info_span, warn};
 
 pub use stateless::{MAX_ASK_ROUNDS, MODERN_VERSION};
+pub use tasks::{
+    CLIENT_CAPABILITIES, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, RELATED_TASK,
+    TASKS_EXTENSION, TaskSupport,
+};
 use tools::{Call, Tool};
 pub use tools::{
     DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_modern_result, expected_progress_result,
@@ -440,6 +449,13 @@ pub struct ServerConfig {
     header_read_timeout: Duration,
     store: ServerStore,
     sessions: Option<SessionDirectory>,
+    tasks: TaskSupport,
+    task_work: Duration,
+    task_ttl: Option<Duration>,
+    task_poll_interval: Duration,
+    task_reads_sse: bool,
+    max_tasks: usize,
+    task_failure: Option<(i64, String)>,
 }
 
 impl Default for ServerConfig {
@@ -447,7 +463,9 @@ impl Default for ServerConfig {
     /// a 1 MiB budget and a 1 MiB per-event cap (so the big result evicts the older events and is itself
     /// never kept, as in the field report), `Retry-After` 1 s. Limits: `size` at most 64 MiB, `count` at
     /// most 10,000, request bodies of 1 MiB, 128 sessions idle for at most 10 minutes, 8 call records per
-    /// session, 256 concurrent connections, 30 s to send a request head.
+    /// session, 256 concurrent connections, 30 s to send a request head. Tasks off; when on, a task
+    /// works for 100 ms, lives 60 s, suggests polling every 50 ms, is read as JSON, and at most 64
+    /// are kept.
     fn default() -> Self {
         ServerConfig {
             mode: ServerMode::Strict,
@@ -468,6 +486,13 @@ impl Default for ServerConfig {
             header_read_timeout: Duration::from_secs(30),
             store: ServerStore::Memory,
             sessions: None,
+            tasks: TaskSupport::Off,
+            task_work: Duration::from_millis(100),
+            task_ttl: Some(Duration::from_secs(60)),
+            task_poll_interval: Duration::from_millis(50),
+            task_reads_sse: false,
+            max_tasks: 64,
+            task_failure: None,
         }
     }
 }
@@ -589,6 +614,58 @@ impl ServerConfig {
         self
     }
 
+    /// Whether tool calls may run as MCP tasks (default [`TaskSupport::Off`]): on 2026-07-28
+    /// ([`ServerMode::Stateless`]) the extension `io.modelcontextprotocol/tasks`, on the session modes
+    /// the experimental tasks of 2025-11-25 (see the `tasks` module's tables).
+    pub fn tasks(&mut self, support: TaskSupport) -> &mut Self {
+        self.tasks = support;
+        self
+    }
+
+    /// How long a task stays `working` after its creation (and, for `ask`, after each answer)
+    /// before the next read runs the tool (default 100 ms). A 2025-11-25 `tasks/result` waits at
+    /// most this long.
+    pub fn task_work(&mut self, work: Duration) -> &mut Self {
+        self.task_work = work;
+        self
+    }
+
+    /// How long a task is kept after its creation, whatever its status (`None`: until evicted by
+    /// [`max_tasks`](Self::max_tasks); default 60 s). After it the task is unknown (`-32602`). A
+    /// 2025-11-25 client may ask for a shorter one.
+    pub fn task_ttl(&mut self, ttl: Option<Duration>) -> &mut Self {
+        self.task_ttl = ttl;
+        self
+    }
+
+    /// The polling interval tasks suggest (`pollIntervalMs` / `pollInterval`; default 50 ms).
+    pub fn task_poll_interval(&mut self, interval: Duration) -> &mut Self {
+        self.task_poll_interval = interval;
+        self
+    }
+
+    /// Answer task reads as an SSE stream of one event instead of JSON (default: JSON). On
+    /// 2026-07-28 `tasks/get` (an event without id); on 2025-11-25 `tasks/result` (a stream of the
+    /// session with event ids in its replay buffer, primed as the version says; `tasks/get` stays
+    /// JSON, as that specification asks).
+    pub fn task_reads_sse(&mut self, yes: bool) -> &mut Self {
+        self.task_reads_sse = yes;
+        self
+    }
+
+    /// The most tasks kept at once (at least 1; default 64); creating one more forgets the oldest.
+    pub fn max_tasks(&mut self, n: usize) -> &mut Self {
+        self.max_tasks = n.max(1);
+        self
+    }
+
+    /// Make every task end `failed` with this JSON-RPC error (code, message) when its work time is
+    /// up, instead of running the tool (default: none; the tool runs and the task completes).
+    pub fn task_failure(&mut self, error: Option<(i64, String)>) -> &mut Self {
+        self.task_failure = error;
+        self
+    }
+
     /// The replay limits each session actually uses (with the mode's pins applied).
     pub fn effective_replay(&self) -> replay::BufferConfig {
         let mut c = self.replay.clone();
@@ -658,8 +735,13 @@ pub struct ServerStats {
     /// Requests answered `503` because the replay store could not be reached.
     pub store_unavailable: u64,
     /// Tool calls run (`tools/call` requests with valid arguments, and [`ServerMode::Restart`]'s
-    /// re-runs): how many times a tool had its effect.
+    /// re-runs): how many times a tool had its effect. A task counts once, when its tool runs
+    /// (the first read after its work time), however often it is read.
     pub calls: u64,
+    /// Tasks created ([`ServerConfig::tasks`]).
+    pub tasks_created: u64,
+    /// Task reads answered: `tasks/get` (both generations) and `tasks/result` (2025-11-25).
+    pub task_reads: u64,
 }
 
 #[derive(Debug, Default)]
@@ -680,6 +762,8 @@ struct Stats {
     sessions_adopted: AtomicU64,
     store_unavailable: AtomicU64,
     calls: AtomicU64,
+    tasks_created: AtomicU64,
+    task_reads: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -706,6 +790,8 @@ impl Stats {
             sessions_adopted: get(&self.sessions_adopted),
             store_unavailable: get(&self.store_unavailable),
             calls: get(&self.calls),
+            tasks_created: get(&self.tasks_created),
+            task_reads: get(&self.task_reads),
         }
     }
 }
@@ -750,6 +836,11 @@ impl RunningServer {
         let mut sessions = self.shared.lock();
         self.shared.prune_expired(&mut sessions);
         sessions.len()
+    }
+
+    /// Live tasks (those past their ttl are forgotten first).
+    pub fn task_count(&self) -> usize {
+        self.shared.tasks.len()
     }
 
     /// Stops accepting, lets open connections finish their response (up to 2 s), then aborts them.
@@ -797,6 +888,7 @@ struct Shared {
     stats: Stats,
     epoch: Instant,
     connections: Arc<Semaphore>,
+    tasks: tasks::TaskStore,
 }
 
 impl Shared {
@@ -808,6 +900,7 @@ impl Shared {
             sessions: Mutex::new(HashMap::new()),
             stats: Stats::default(),
             epoch: Instant::now(),
+            tasks: tasks::TaskStore::default(),
         }
     }
 
@@ -1191,8 +1284,8 @@ fn check_session(shared: &Shared, ctx: &Ctx) -> Result<(String, Arc<SessionEntry
     Ok((id.to_owned(), entry))
 }
 
-/// A session id: 128 bits from the operating system's random source, as 32 hex digits.
-fn new_session_id() -> Result<String, getrandom::Error> {
+/// A session or task id: 128 bits from the operating system's random source, as 32 hex digits.
+fn random_id() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
@@ -1262,7 +1355,7 @@ async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Bo
     if method == "initialize" {
         return initialize(shared, &msg, id.unwrap_or(Value::Null));
     }
-    let (_, entry) = match check_session(shared, ctx) {
+    let (session, entry) = match check_session(shared, ctx) {
         Ok(s) => s,
         Err(e) => return e.response(),
     };
@@ -1270,13 +1363,27 @@ async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Bo
     let Some(id) = id.filter(|_| !method.is_empty()) else {
         return empty(StatusCode::ACCEPTED);
     };
+    if let Some(answer) = tasks::legacy_method(shared, &session, &entry, method, &msg, &id).await {
+        return answer;
+    }
     match method {
         "ping" => json(
             StatusCode::OK,
             &json!({"jsonrpc": "2.0", "id": id, "result": {}}),
         ),
         "tools/list" => {
-            let response = json!({"jsonrpc": "2.0", "id": id, "result": tools::tool_list()});
+            let mut list = tools::tool_list();
+            let support = match shared.config.tasks {
+                TaskSupport::Off => None,
+                TaskSupport::Offer => Some("optional"),
+                TaskSupport::Require => Some("required"),
+            };
+            if let (Some(support), Some(tools)) = (support, list["tools"].as_array_mut()) {
+                for tool in tools {
+                    tool["execution"] = json!({"taskSupport": support});
+                }
+            }
+            let response = json!({"jsonrpc": "2.0", "id": id, "result": list});
             if !shared.config.tools_list_sse {
                 let mut body = serde_json::to_vec(&response).expect("a JSON value serializes");
                 match &shared.config.tools_list_fault {
@@ -1292,13 +1399,13 @@ async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Bo
                 Err(e) => internal_error(&id, &e),
             }
         }
-        "tools/call" => tools_call(shared, &entry, &msg, id).await,
+        "tools/call" => tools_call(shared, &session, &entry, &msg, id).await,
         _ => rpc_error(StatusCode::OK, &id, -32601, "method not found", None),
     }
 }
 
 fn initialize(shared: &Shared, msg: &Value, id: Value) -> Response<Body> {
-    let session = match new_session_id() {
+    let session = match random_id() {
         Ok(s) => s,
         Err(e) => {
             warn!(error = %e, "no randomness for a session id");
@@ -1309,11 +1416,14 @@ fn initialize(shared: &Shared, msg: &Value, id: Value) -> Response<Body> {
     shared.insert(session.clone(), shared.new_entry(version));
     bump(&shared.stats.sessions_opened);
     tracing::Span::current().record("session", session.as_str());
-    let result = json!({
+    let mut result = json!({
         "protocolVersion": version.as_str(),
         "capabilities": {"tools": {"listChanged": false}},
         "serverInfo": {"name": "ssegate-loopback", "version": env!("CARGO_PKG_VERSION")},
     });
+    if shared.config.tasks.is_on() {
+        result["capabilities"]["tasks"] = tasks::legacy_capabilities();
+    }
     let mut r = json(
         StatusCode::OK,
         &json!({"jsonrpc": "2.0", "id": id, "result": result}),
@@ -1338,8 +1448,15 @@ fn int_arg(args: &Value, name: &str, default: u64, max: u64) -> Result<u64, Valu
 }
 
 /// The call a `tools/call` request asks for, or its JSON-RPC error answer (an unknown tool, an
-/// argument out of range).
+/// argument out of range); counted in [`ServerStats::calls`]: the tool runs now.
 fn parse_call(shared: &Shared, msg: &Value, id: Value) -> Result<Call, Box<Response<Body>>> {
+    let call = parse_tool(shared, msg, id)?;
+    bump(&shared.stats.calls);
+    Ok(call)
+}
+
+/// [`parse_call`] without running it (a task runs it later).
+fn parse_tool(shared: &Shared, msg: &Value, id: Value) -> Result<Call, Box<Response<Body>>> {
     let params = &msg["params"];
     let args = &params["arguments"];
     let config = &shared.config;
@@ -1391,7 +1508,6 @@ fn parse_call(shared: &Shared, msg: &Value, id: Value) -> Result<Call, Box<Respo
         .get("progressToken")
         .cloned()
         .unwrap_or_else(|| id.clone());
-    bump(&shared.stats.calls);
     Ok(Call {
         request_id: id,
         token,
@@ -1402,14 +1518,20 @@ fn parse_call(shared: &Shared, msg: &Value, id: Value) -> Result<Call, Box<Respo
 
 async fn tools_call(
     shared: &Shared,
+    session: &str,
     entry: &SessionEntry,
     msg: &Value,
     id: Value,
 ) -> Response<Body> {
-    let call = match parse_call(shared, msg, id) {
+    let call = match parse_tool(shared, msg, id.clone()) {
         Ok(call) => call,
         Err(answer) => return *answer,
     };
+    let call = match tasks::legacy_call(shared, session, msg, &id, call) {
+        Ok(task) => return task,
+        Err(call) => call,
+    };
+    bump(&shared.stats.calls);
     if let ServerStore::Redis(store) = &shared.config.store {
         return match run_call_redis(shared, store.clone(), &call).await {
             Ok(frames) => sse(frames),
@@ -1800,8 +1922,8 @@ mod tests {
 
     #[test]
     fn session_ids_are_random_hex() {
-        let a = new_session_id().unwrap();
-        let b = new_session_id().unwrap();
+        let a = random_id().unwrap();
+        let b = random_id().unwrap();
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);

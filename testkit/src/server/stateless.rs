@@ -12,8 +12,9 @@
 //! | `POST tools/call` | `200 text/event-stream`, events without ids |
 //! | `POST tools/call` `ask` | `200` JSON: `resultType` `input_required` (an elicitation) `rounds` times, then the result |
 //! | `POST` without `_meta` version `2026-07-28` (`initialize` among them) | `400`, JSON-RPC `-32022` with `data.supported` |
-//! | `MCP-Protocol-Version` or `Mcp-Method` disagreeing with the body | `400`, JSON-RPC `-32600` |
+//! | `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` (when sent) disagreeing with the body (`Mcp-Name`: `params.name` of `tools/call`, `params.taskId` of `tasks/*`) | `400`, JSON-RPC `-32020` (HeaderMismatch) |
 //! | `POST` notification or response | `202` |
+//! | `tasks/get`, `tasks/update`, `tasks/cancel`; `tools/call` as a task | with [`ServerConfig::tasks`](super::ServerConfig::tasks) on: the extension `io.modelcontextprotocol/tasks` (the `tasks` module's table); off: `-32601`, direct answers |
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{Request, Response, StatusCode};
@@ -21,9 +22,10 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tracing::debug;
 
+use super::tasks::{self, HEADER_MISMATCH, Job, TASKS_EXTENSION};
 use super::{
-    Body, MCP_PATH, PROTOCOL_VERSION_HEADER, Shared, bump, parse_call, read_message, rpc_error,
-    sse, tools,
+    Body, MCP_PATH, PROTOCOL_VERSION_HEADER, Shared, bump, parse_call, parse_tool, read_message,
+    rpc_error, sse, tools,
 };
 
 /// The one protocol revision [`ServerMode::Stateless`](super::ServerMode::Stateless) speaks.
@@ -43,6 +45,7 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
     debug_assert_eq!(req.uri().path(), MCP_PATH);
     let header_version = header(&req, PROTOCOL_VERSION_HEADER).map(<[u8]>::to_vec);
     let header_method = header(&req, "mcp-method").map(<[u8]>::to_vec);
+    let header_name = header(&req, "mcp-name").map(<[u8]>::to_vec);
     let msg = match read_message(shared, req).await {
         Ok(m) => m,
         Err(answer) => return *answer,
@@ -65,17 +68,31 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
     }
     let disagrees =
         |sent: &Option<Vec<u8>>, body: &str| sent.as_deref().is_some_and(|h| h != body.as_bytes());
-    if disagrees(&header_version, MODERN_VERSION) || disagrees(&header_method, method) {
+    // `Mcp-Name` names the tool of a `tools/call` and the task of `tasks/*`.
+    let name = match method {
+        "tools/call" => msg["params"]["name"].as_str(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => msg["params"]["taskId"].as_str(),
+        _ => None,
+    };
+    let name_disagrees = header_name.is_some() && name.is_some_and(|n| disagrees(&header_name, n));
+    if disagrees(&header_version, MODERN_VERSION)
+        || disagrees(&header_method, method)
+        || name_disagrees
+    {
         return rpc_error(
             StatusCode::BAD_REQUEST,
             &id,
-            -32600,
+            HEADER_MISMATCH,
             "a header disagrees with the request body",
             Some(json!({
                 "MCP-Protocol-Version": header_version.as_deref().map(String::from_utf8_lossy),
                 "Mcp-Method": header_method.as_deref().map(String::from_utf8_lossy),
+                "Mcp-Name": header_name.as_deref().map(String::from_utf8_lossy),
             })),
         );
+    }
+    if let Some(answer) = tasks::modern_method(shared, method, &msg, &id) {
+        return answer;
     }
     let complete = |mut result: Value| {
         result["resultType"] = "complete".into();
@@ -85,11 +102,17 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
         )
     };
     match method {
-        "server/discover" => complete(json!({
-            "supportedVersions": [MODERN_VERSION],
-            "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": {"name": "ssegate-loopback", "version": env!("CARGO_PKG_VERSION")},
-        })),
+        "server/discover" => {
+            let mut capabilities = json!({"tools": {"listChanged": false}});
+            if shared.config.tasks.is_on() {
+                capabilities["extensions"] = json!({TASKS_EXTENSION: {}});
+            }
+            complete(json!({
+                "supportedVersions": [MODERN_VERSION],
+                "capabilities": capabilities,
+                "serverInfo": {"name": "ssegate-loopback", "version": env!("CARGO_PKG_VERSION")},
+            }))
+        }
         "ping" => complete(json!({})),
         "tools/list" => {
             let mut list = tools::tool_list();
@@ -99,8 +122,19 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
                 .push(ask_tool());
             complete(list)
         }
-        "tools/call" if msg["params"]["name"] == "ask" => ask(shared, &msg, id),
+        "tools/call" if msg["params"]["name"] == "ask" => {
+            let task = tasks::modern_call(shared, &msg, &id, || {
+                ask_rounds(shared, &msg, &id).map(|rounds| Job::Ask { rounds })
+            });
+            task.unwrap_or_else(|| ask(shared, &msg, id))
+        }
         "tools/call" => {
+            let task = tasks::modern_call(shared, &msg, &id, || {
+                parse_tool(shared, &msg, id.clone()).map(Job::Call)
+            });
+            if let Some(answer) = task {
+                return answer;
+            }
             let call = match parse_call(shared, &msg, id) {
                 Ok(call) => call,
                 Err(answer) => return *answer,
@@ -118,7 +152,7 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
 }
 
 /// One SSE event of `data` (compact JSON: one line), without an id.
-fn frame(data: &[u8]) -> Bytes {
+pub(super) fn frame(data: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(data.len() + 8);
     out.put_slice(b"data: ");
     out.put_slice(data);
@@ -140,17 +174,28 @@ fn ask_tool() -> Value {
     })
 }
 
+/// The `ask` tool's `rounds` argument (default 1), or its `-32602` answer.
+fn ask_rounds(shared: &Shared, msg: &Value, id: &Value) -> Result<u64, Box<Response<Body>>> {
+    super::int_arg(&msg["params"]["arguments"], "rounds", 1, MAX_ASK_ROUNDS).map_err(|data| {
+        bump(&shared.stats.invalid_params);
+        Box::new(rpc_error(
+            StatusCode::OK,
+            id,
+            -32602,
+            "invalid params",
+            Some(data),
+        ))
+    })
+}
+
 /// The `ask` tool: while fewer than `rounds` rounds were answered (the round travels in
 /// `requestState`, as the specification lets a stateless server keep it), `input_required` with
 /// one elicitation; then the result, naming the rounds and the last answer's `content.name`.
 fn ask(shared: &Shared, msg: &Value, id: Value) -> Response<Body> {
     let params = &msg["params"];
-    let rounds = match super::int_arg(&params["arguments"], "rounds", 1, MAX_ASK_ROUNDS) {
+    let rounds = match ask_rounds(shared, msg, &id) {
         Ok(n) => n,
-        Err(data) => {
-            bump(&shared.stats.invalid_params);
-            return rpc_error(StatusCode::OK, &id, -32602, "invalid params", Some(data));
-        }
+        Err(answer) => return *answer,
     };
     let round = match &params["requestState"] {
         Value::Null => 0,

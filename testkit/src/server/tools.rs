@@ -150,16 +150,35 @@ pub fn expected_modern_result(request_id: &Value, size: usize, seed: u64) -> Byt
 
 fn big_result(request_id: &Value, size: usize, seed: u64, tail: &[u8]) -> Bytes {
     let id = id_json(request_id);
-    let text = prose(size, seed);
-    let mut out = BytesMut::with_capacity(text.len() + id.len() + tail.len() + 96);
+    let mut out = BytesMut::with_capacity(size + id.len() + tail.len() + 96);
     out.put_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.put_slice(&id);
-    out.put_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"");
-    out.put_slice(&text);
+    out.put_slice(b",\"result\":");
+    put_big_result_object(&mut out, size, seed, tail);
+    out.put_slice(b"}");
+    out.freeze()
+}
+
+/// `{"content":[{"type":"text","text":"<prose>"}],"isError":false<tail>}`: the `result` member of
+/// [`big_result`], byte for byte.
+fn put_big_result_object(out: &mut BytesMut, size: usize, seed: u64, tail: &[u8]) {
+    out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":\"");
+    out.put_slice(&prose(size, seed));
     out.put_slice(b"\"}],\"isError\":false");
     out.put_slice(tail);
-    out.put_slice(b"}}");
-    out.freeze()
+    out.put_slice(b"}");
+}
+
+/// The `result` member of a `progress` response (with `"resultType":"complete"` when `modern`).
+fn progress_result_object(count: u64, modern: bool) -> Value {
+    let mut v = serde_json::json!({
+        "content": [{"type": "text", "text": format!("done: {count} steps")}],
+        "isError": false,
+    });
+    if modern {
+        v["resultType"] = "complete".into();
+    }
+    v
 }
 
 /// The exact JSON-RPC response the `progress` tool sends after `count` notifications.
@@ -167,7 +186,7 @@ pub fn expected_progress_result(request_id: &Value, count: u64) -> Bytes {
     let v = serde_json::json!({
         "jsonrpc": "2.0",
         "id": request_id,
-        "result": {"content": [{"type": "text", "text": format!("done: {count} steps")}], "isError": false},
+        "result": progress_result_object(count, false),
     });
     Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"))
 }
@@ -231,6 +250,27 @@ pub(crate) enum Tool {
 }
 
 impl Call {
+    /// The `result` member of the call's final response, byte for byte as [`Call::messages`] sends it
+    /// (what a task's completed read carries, without the JSON-RPC envelope).
+    pub(crate) fn result_object(&self) -> Bytes {
+        match self.tool {
+            Tool::BigResult { size, seed, .. } => {
+                let tail: &[u8] = if self.modern {
+                    b",\"resultType\":\"complete\""
+                } else {
+                    b""
+                };
+                let mut out = BytesMut::with_capacity(size + tail.len() + 64);
+                put_big_result_object(&mut out, size, seed, tail);
+                out.freeze()
+            }
+            Tool::Progress { count } => Bytes::from(
+                serde_json::to_vec(&progress_result_object(count, self.modern))
+                    .expect("a JSON value serializes"),
+            ),
+        }
+    }
+
     /// The data of every event of the response after the priming event, in order.
     pub(crate) fn messages(&self) -> Vec<Bytes> {
         let (total, result) = match self.tool {
@@ -248,12 +288,12 @@ impl Call {
                 progress,
             } => (progress, expected_result(&self.request_id, size, seed)),
             Tool::Progress { count } => {
-                let mut result = expected_progress_result(&self.request_id, count);
-                if self.modern {
-                    let mut v: Value = serde_json::from_slice(&result).expect("our own JSON");
-                    v["result"]["resultType"] = "complete".into();
-                    result = Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"));
-                }
+                let v = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": self.request_id,
+                    "result": progress_result_object(count, self.modern),
+                });
+                let result = Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"));
                 (count, result)
             }
         };
@@ -284,6 +324,39 @@ mod tests {
             }
         }
         assert_ne!(prose(4096, 1), prose(4096, 2));
+    }
+
+    /// A task's result is the `result` member of the direct answer, byte for byte.
+    #[test]
+    fn result_objects_are_the_direct_answers_result_member() {
+        for modern in [false, true] {
+            for tool in [
+                Tool::BigResult {
+                    size: 5000,
+                    seed: 9,
+                    progress: 2,
+                },
+                Tool::Progress { count: 4 },
+            ] {
+                let call = Call {
+                    request_id: serde_json::json!("r-1"),
+                    token: Value::Null,
+                    tool,
+                    modern,
+                };
+                let last = call.messages().pop().unwrap();
+                let prefix = b"{\"jsonrpc\":\"2.0\",\"id\":\"r-1\",\"result\":";
+                let v: Value = serde_json::from_slice(&last).unwrap();
+                let object = call.result_object();
+                assert_eq!(
+                    serde_json::from_slice::<Value>(&object).unwrap(),
+                    v["result"]
+                );
+                if last.starts_with(prefix) {
+                    assert_eq!(&last[prefix.len()..last.len() - 1], &object[..]);
+                }
+            }
+        }
     }
 
     #[test]
