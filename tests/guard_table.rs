@@ -1307,7 +1307,8 @@ fn refusals_say_what_to_do_and_carry_the_numbers() {
         "{text}"
     );
     assert!(
-        text.contains("outstanding requests [1]") && text.contains("re-issue only what is safe to run again"),
+        text.contains("outstanding requests [1]")
+            && text.contains("re-issue only what is safe to run again"),
         "{text}"
     );
     // Once refused, the guard keeps refusing until reset.

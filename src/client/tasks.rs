@@ -898,3 +898,19 @@ mod tests {
         assert_eq!(TaskMode::parse("sometimes"), None);
     }
 }
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[test]
+    fn a_400_missing_capability_is_typed() {
+        let e = ClientError::Status {
+            during: "request",
+            status: 400,
+            body: r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32021,"message":"Missing required client capability","data":{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}"#.to_owned(),
+        };
+        let error = rpc_error_of(&e).expect("an error object");
+        assert!(requires_tasks(&error));
+    }
+}
