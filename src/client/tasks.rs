@@ -566,19 +566,23 @@ impl Client {
                     };
                     return Ok(self.as_response(id, result, outcome));
                 }
-                // 2025-11-25: the result (or the input the task waits for, which the server asks
-                // on the result's stream) comes from `tasks/result`.
-                ("completed" | "input_required", TaskGeneration::Experimental) => {
-                    let answer = self.task_read("tasks/result", handle, json!({})).await?;
+                // 2025-11-25: the result, the error of a failed task, or the input the task waits
+                // for (which the server asks on the result's stream) come from `tasks/result`.
+                ("completed" | "input_required" | "failed", TaskGeneration::Experimental) => {
+                    let answer = match self.task_read("tasks/result", handle, json!({})).await {
+                        Ok(answer) => answer,
+                        // The task's own JSON-RPC error: it failed.
+                        Err(ClientError::Task(e))
+                            if matches!(e.kind, TaskErrorKind::ReadError { .. }) =>
+                        {
+                            let TaskErrorKind::ReadError { error } = e.kind else {
+                                unreachable!("matched")
+                            };
+                            return Err(task_error(Some(handle), TaskErrorKind::Failed { error }));
+                        }
+                        Err(e) => return Err(e),
+                    };
                     outcome.task_reads += 1;
-                    if let Some(error) = answer.get("error") {
-                        return Err(task_error(
-                            Some(handle),
-                            TaskErrorKind::Failed {
-                                error: error.clone(),
-                            },
-                        ));
-                    }
                     return Ok(self.as_response(id, &answer["result"], outcome));
                 }
                 ("failed", _) => {

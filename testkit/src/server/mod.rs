@@ -742,6 +742,8 @@ pub struct ServerStats {
     pub tasks_created: u64,
     /// Task reads answered: `tasks/get` (both generations) and `tasks/result` (2025-11-25).
     pub task_reads: u64,
+    /// Tasks cancelled by `tasks/cancel` before they ended.
+    pub tasks_cancelled: u64,
 }
 
 #[derive(Debug, Default)]
@@ -763,6 +765,7 @@ struct Stats {
     store_unavailable: AtomicU64,
     calls: AtomicU64,
     tasks_created: AtomicU64,
+    tasks_cancelled: AtomicU64,
     task_reads: AtomicU64,
 }
 
@@ -791,6 +794,7 @@ impl Stats {
             store_unavailable: get(&self.store_unavailable),
             calls: get(&self.calls),
             tasks_created: get(&self.tasks_created),
+            tasks_cancelled: get(&self.tasks_cancelled),
             task_reads: get(&self.task_reads),
         }
     }

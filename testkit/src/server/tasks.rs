@@ -620,7 +620,9 @@ pub(super) fn modern_method(
         _ => {
             let mut t = lock(&task);
             t.advance(shared);
-            t.cancel();
+            if t.cancel() {
+                bump(&shared.stats.tasks_cancelled);
+            }
             ack()
         }
     })
@@ -758,7 +760,11 @@ pub(super) async fn legacy_method(
         "tasks/cancel" => {
             let mut t = lock(&task);
             t.advance(shared);
-            if !t.cancel() {
+            let cancelled = t.cancel();
+            if cancelled {
+                bump(&shared.stats.tasks_cancelled);
+            }
+            if !cancelled {
                 return Some(invalid(
                     id,
                     "invalid params: the task is already terminal",
