@@ -549,6 +549,9 @@ pub struct Outcome {
     pub task: Option<TaskHandle>,
     /// Reads of the task answered (`tasks/get`, `tasks/result`).
     pub task_reads: u32,
+    /// Task requests sent again because their answer was lost (cut, refused, unreachable): each
+    /// a read, never the call again.
+    pub task_rereads: u32,
 }
 
 /// A response the client received.

@@ -14,13 +14,15 @@
 //! Every read is a read: a `tasks/get` or `tasks/result` whose stream or body is cut is read again
 //! (a resume first where the 2025 revisions allow one), never turned into a new `tools/call`.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tracing::{debug, warn};
 
@@ -509,7 +511,9 @@ impl Client {
     /// Asks the server to cancel a task (`tasks/cancel`; cooperative: the task may still end
     /// otherwise).
     pub async fn cancel_task(&self, task: &TaskHandle) -> Result<(), ClientError> {
-        let answer = self.task_read("tasks/cancel", task, json!({})).await?;
+        let (answer, _) = self
+            .task_read("tasks/cancel", task, json!({}), &mut 0)
+            .await?;
         debug!(task = task.id, answer = %answer["result"], "task cancel acknowledged");
         Ok(())
     }
@@ -529,7 +533,9 @@ impl Client {
                 tokio::time::sleep(self.poll_delay(handle)).await;
             }
             first = false;
-            let answer = self.task_read("tasks/get", handle, json!({})).await?;
+            let (answer, message) = self
+                .task_read("tasks/get", handle, json!({}), &mut outcome.task_rereads)
+                .await?;
             outcome.task_reads += 1;
             let task = &answer["result"];
             handle.learn(task);
@@ -551,12 +557,19 @@ impl Client {
                             "tasks/update",
                             handle,
                             json!({"inputResponses": Value::Object(responses)}),
+                            &mut outcome.task_rereads,
                         )
                         .await?;
                     }
                 }
                 ("completed", TaskGeneration::Extension) => {
-                    let Some(result) = task.get("result") else {
+                    // The result exactly as the server wrote it, inside the task inside the answer.
+                    let text = message.data().contiguous();
+                    let inner = std::str::from_utf8(&text)
+                        .ok()
+                        .and_then(|t| raw_member(t, "result"))
+                        .and_then(|task| raw_member(task.get(), "result"));
+                    let Some(result) = inner else {
                         return Err(task_error(
                             Some(handle),
                             TaskErrorKind::InvalidAnswer(
@@ -564,13 +577,19 @@ impl Client {
                             ),
                         ));
                     };
-                    return Ok(self.as_response(id, result, outcome));
+                    return Ok(self.as_response(id, result.get(), outcome));
                 }
                 // 2025-11-25: the result, the error of a failed task, or the input the task waits
                 // for (which the server asks on the result's stream) come from `tasks/result`.
                 ("completed" | "input_required" | "failed", TaskGeneration::Experimental) => {
-                    let answer = match self.task_read("tasks/result", handle, json!({})).await {
-                        Ok(answer) => answer,
+                    let read = self.task_read(
+                        "tasks/result",
+                        handle,
+                        json!({}),
+                        &mut outcome.task_rereads,
+                    );
+                    let message = match read.await {
+                        Ok((_, message)) => message,
                         // The task's own JSON-RPC error: it failed.
                         Err(ClientError::Task(e))
                             if matches!(e.kind, TaskErrorKind::ReadError { .. }) =>
@@ -583,7 +602,19 @@ impl Client {
                         Err(e) => return Err(e),
                     };
                     outcome.task_reads += 1;
-                    return Ok(self.as_response(id, &answer["result"], outcome));
+                    let text = message.data().contiguous();
+                    let Some(result) = std::str::from_utf8(&text)
+                        .ok()
+                        .and_then(|t| raw_member(t, "result"))
+                    else {
+                        return Err(task_error(
+                            Some(handle),
+                            TaskErrorKind::InvalidAnswer(
+                                "tasks/result without a result".to_owned(),
+                            ),
+                        ));
+                    };
+                    return Ok(self.as_response(id, result.get(), outcome));
                 }
                 ("failed", _) => {
                     let error = task
@@ -656,7 +687,8 @@ impl Client {
         method: &'static str,
         handle: &TaskHandle,
         extra: Value,
-    ) -> Result<Value, ClientError> {
+        rereads: &mut u32,
+    ) -> Result<(Value, Message), ClientError> {
         let mut failures = 0u32;
         loop {
             let mut params = extra.clone();
@@ -676,7 +708,7 @@ impl Client {
                         )
                     })?;
                     let Some(error) = answer.get("error") else {
-                        return Ok(answer);
+                        return Ok((answer, response.message));
                     };
                     return Err(read_error(handle, error));
                 }
@@ -691,6 +723,7 @@ impl Client {
                 Err(e) => return Err(e),
             };
             failures += 1;
+            *rereads += 1;
             warn!(error = %error, method, task = handle.id, failures, "a task read was lost; reading again");
             if failures >= self.inner.config.max_task_read_failures {
                 return Err(task_error(
@@ -711,13 +744,13 @@ impl Client {
         }
     }
 
-    /// `{"jsonrpc":"2.0","id":id,"result":result}`: a task's result as the call's response.
-    fn as_response(&self, id: i64, result: &Value, outcome: &Outcome) -> Response {
-        let body = serde_json::to_vec(result).expect("a JSON value serializes");
+    /// `{"jsonrpc":"2.0","id":id,"result":<result>}`: a task's result, exactly as the server
+    /// wrote it, as the call's response.
+    fn as_response(&self, id: i64, result: &str, outcome: &Outcome) -> Response {
         let head = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":");
-        let mut bytes = BytesMut::with_capacity(head.len() + body.len() + 1);
+        let mut bytes = BytesMut::with_capacity(head.len() + result.len() + 1);
         bytes.put_slice(head.as_bytes());
-        bytes.put_slice(&body);
+        bytes.put_slice(result.as_bytes());
         bytes.put_u8(b'}');
         Response {
             message: Message::new(Data::from(bytes.freeze())),
@@ -725,6 +758,12 @@ impl Client {
             outcome: outcome.clone(),
         }
     }
+}
+
+/// The member `key` of the JSON object `json`, as its exact text.
+fn raw_member<'a>(json: &'a str, key: &str) -> Option<&'a RawValue> {
+    let members: HashMap<Cow<'a, str>, &'a RawValue> = serde_json::from_str(json).ok()?;
+    members.get(key).copied()
 }
 
 /// A JSON-RPC error object answered with an HTTP error status (`400` on 2026-07-28).

@@ -14,7 +14,10 @@
 //! [`ServerMode::Stateless`] speaks MCP 2026-07-28, where a cut stream cannot be resumed: the
 //! naive client re-issues the call as a new request, as that revision tells clients to (the tool runs
 //! again, whatever it does), the guarded client re-issues only a call known to be safe to repeat and
-//! reports the others as outcome unknown.
+//! reports the others as outcome unknown. [`ServerMode::Tasks`] is the same server offering the
+//! tasks extension: the guarded client's call runs as a task, and the cut (aimed at the response
+//! that carries the result, the completed `tasks/get`) is recovered by reading the task again,
+//! without running the tool again; the naive client, which does not use tasks, runs it again.
 //!
 //! Each trial is classified: [`TrialClass::Intact`] (the delivered bytes are exactly
 //! [`expected_result`], or [`expected_modern_result`] for the id of the request that was answered), [`TrialClass::SilentCorruption`] (something else was delivered without an
@@ -318,7 +321,8 @@ impl Region {
 pub struct TrialOutcome {
     /// How it ended.
     pub class: TrialClass,
-    /// Delivered after resuming in place (no new session).
+    /// Delivered after resuming in place (no new session), or, on a task server, after reading
+    /// the task again: the tool did not run again.
     pub resumed: bool,
     /// The request was issued again (on a new session; on MCP 2026-07-28 as a new request): the
     /// tool ran again.
@@ -646,7 +650,14 @@ impl Harness {
             // takes): list them now, so that the cut falls on the call.
             client.list_tools().await?;
         }
-        self.proxy.set_next_cut(Cut::At(cut));
+        if self.mode == ServerMode::Tasks {
+            // The result travels in a later response (the completed `tasks/get`): cut the first
+            // response that reaches the offset, and only that one.
+            self.proxy.set_default_cut(Cut::At(cut));
+            self.proxy.set_max_cuts(Some(self.proxy.stats().cuts + 1));
+        } else {
+            self.proxy.set_next_cut(Cut::At(cut));
+        }
         let mut options = CallOptions::default();
         options.retry(retry);
         let result = client
@@ -659,6 +670,10 @@ impl Harness {
         if let Err(e) = client.close().await {
             debug!(error = %e, "closing the session failed");
         }
+        if self.mode == ServerMode::Tasks {
+            self.proxy.set_default_cut(Cut::None);
+            self.proxy.set_max_cuts(None);
+        }
         result
     }
 
@@ -666,7 +681,9 @@ impl Harness {
         match self.guarded_call(cut, retry).await {
             Ok(r) => TrialOutcome {
                 class: self.classify(r.message.data()),
-                resumed: r.outcome.resumes > 0 && r.outcome.renegotiations == 0,
+                resumed: (r.outcome.resumes > 0 || r.outcome.task_rereads > 0)
+                    && r.outcome.renegotiations == 0
+                    && r.outcome.attempts == 1,
                 renegotiated: r.outcome.renegotiations > 0 || r.outcome.attempts > 1,
                 cut,
                 detail: (!r.outcome.refusals.is_empty()).then(|| {
@@ -707,6 +724,9 @@ async fn measure(
     mode: ServerMode,
     config: &DemoConfig,
 ) -> Result<Layout, DemoError> {
+    if mode == ServerMode::Tasks {
+        return measure_task_read(proxy).await;
+    }
     let mut naive = NaiveClient::for_mode(proxy.addr(), mode)
         .await
         .map_err(DemoError::Measure)?;
@@ -755,6 +775,90 @@ async fn measure(
         big_end,
         total,
     })
+}
+
+/// On [`ServerMode::Tasks`] the result travels in the completed `tasks/get` answer (a JSON body):
+/// runs one task by hand through the proxy and locates that answer's parts. The "small events"
+/// are the body's first bytes (before the task's `result` member); the "big event" the result.
+async fn measure_task_read(proxy: &RunningProxy) -> Result<Layout, DemoError> {
+    let naive = NaiveClient::stateless(proxy.addr())
+        .await
+        .map_err(DemoError::Measure)?;
+    let step = NaiveStep::Call;
+    let wire = |source| {
+        DemoError::Measure(NaiveError::Wire {
+            during: step,
+            source,
+        })
+    };
+    let extension = json!({"extensions": {crate::server::TASKS_EXTENSION: {}}});
+    let mut call = json!({"name": "big_result", "arguments": {}});
+    call["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        crate::server::CLIENT_CAPABILITIES: extension,
+    });
+    let body =
+        to_bytes(&json!({"jsonrpc": "2.0", "id": CALL_ID, "method": "tools/call", "params": call}));
+    let res = naive
+        .send(
+            Method::POST,
+            &[("mcp-method", "tools/call"), ("mcp-name", "big_result")],
+            body,
+            step,
+        )
+        .await
+        .map_err(DemoError::Measure)?;
+    let handle: Value = serde_json::from_slice(
+        &read_json_body(res, step)
+            .await
+            .map_err(DemoError::Measure)?,
+    )
+    .map_err(|_| DemoError::Layout(LayoutError::NoBigResult))?;
+    let task_id = handle["result"]["taskId"]
+        .as_str()
+        .ok_or(DemoError::Layout(LayoutError::NoBigResult))?
+        .to_owned();
+    for attempt in 0..200 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let mut params = json!({"taskId": task_id});
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            crate::server::CLIENT_CAPABILITIES: extension,
+        });
+        let get = to_bytes(
+            &json!({"jsonrpc": "2.0", "id": 100 + attempt, "method": "tasks/get", "params": params}),
+        );
+        let before = proxy.stats().bytes_down;
+        let res = naive
+            .send(
+                Method::POST,
+                &[("mcp-method", "tasks/get"), ("mcp-name", &task_id)],
+                get,
+                step,
+            )
+            .await
+            .map_err(DemoError::Measure)?;
+        let body = http1::read_body(res.into_body(), usize::MAX)
+            .await
+            .map_err(wire)?;
+        // The proxy counts a chunk after writing it; let it finish counting the last one.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let total = proxy.stats().bytes_down - before;
+        let Some(inner) = memchr::memmem::find(&body, b"\"result\":{\"content\"") else {
+            continue;
+        };
+        let head = total
+            .checked_sub(body.len() as u64)
+            .filter(|&h| h > 16 && h < 4096)
+            .ok_or(DemoError::Layout(LayoutError::ImplausibleHead))?;
+        return Ok(Layout {
+            small_start: head,
+            big_start: head + inner as u64,
+            big_end: total,
+            total,
+        });
+    }
+    Err(DemoError::Layout(LayoutError::NoBigResult))
 }
 
 /// The exact `big_result` response a server in `mode` sends to request `id`.
@@ -1433,7 +1537,7 @@ pub fn conclusion(rows: &[Row]) -> String {
     let mut out = format!(
         "The naive client silently delivered a corrupt result in {naive_bad} of {naive_trials} trials (servers: {}); the guarded clients never delivered a corrupt one.\n\
          Issued the call again (on a new session; on 2026-07-28 as a new request), so the tool ran again (safe only for idempotent tools): {}.\n\
-         Resumed in place without running the tool again: {}.\n",
+         Recovered without running the tool again (resumed in place, or the task read again): {}.\n",
         if faulty.is_empty() {
             "none".to_owned()
         } else {
@@ -1448,6 +1552,15 @@ pub fn conclusion(rows: &[Row]) -> String {
             "On 2026-07-28 (stateless) nothing is resumable: the naive client ran the tool again in {} of {} trials without knowing it was safe.\n",
             sum(&stateless_naive, |r| r.renegotiated),
             sum(&stateless_naive, |r| r.trials),
+        ));
+    }
+    let tasks_once = |r: &Row| r.server == ServerMode::Tasks && r.client == ClientKind::GuardedOnce;
+    if rows.iter().any(tasks_once) {
+        out.push_str(&format!(
+            "With tasks (2026-07-28): guarded-once recovered {} of {} cut results by reading the task again (the tool ran once); {} cut(s) fell on the call's own answer, before its task handle: outcome unknown, as the specification leaves it.\n",
+            sum(&tasks_once, |r| r.resumed),
+            sum(&tasks_once, |r| r.trials),
+            sum(&tasks_once, |r| r.refused),
         ));
     }
     if once_reran == 0 {

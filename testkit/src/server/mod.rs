@@ -234,11 +234,15 @@ pub enum ServerMode {
     /// `_meta`, SSE streams without event ids (nothing can be resumed), `GET` and `DELETE` answered
     /// `405`. A cut response is lost; the only way to its result is to run the call again.
     Stateless,
+    /// [`Stateless`](Self::Stateless), offering the tasks extension ([`TaskSupport::Offer`] unless
+    /// [`ServerConfig::tasks`] says otherwise): a client that declares it gets a task handle and
+    /// reads the result with `tasks/get`, which it can read again after a cut.
+    Tasks,
 }
 
 impl ServerMode {
     /// Every mode, in table order.
-    pub const ALL: [ServerMode; 7] = [
+    pub const ALL: [ServerMode; 8] = [
         ServerMode::Strict,
         ServerMode::Buffered,
         ServerMode::Restart,
@@ -246,10 +250,11 @@ impl ServerMode {
         ServerMode::Empty,
         ServerMode::Resend,
         ServerMode::Stateless,
+        ServerMode::Tasks,
     ];
 
     /// The lower-case name (`strict`, `buffered`, `restart`, `boundary`, `empty`, `resend`,
-    /// `stateless`).
+    /// `stateless`, `tasks`).
     pub fn as_str(self) -> &'static str {
         match self {
             ServerMode::Strict => "strict",
@@ -259,12 +264,14 @@ impl ServerMode {
             ServerMode::Empty => "empty",
             ServerMode::Resend => "resend",
             ServerMode::Stateless => "stateless",
+            ServerMode::Tasks => "tasks",
         }
     }
 
-    /// Whether the server speaks MCP 2026-07-28 statelessly ([`ServerMode::Stateless`]).
+    /// Whether the server speaks MCP 2026-07-28 statelessly ([`ServerMode::Stateless`],
+    /// [`ServerMode::Tasks`]).
     pub fn is_stateless(self) -> bool {
-        self == ServerMode::Stateless
+        matches!(self, ServerMode::Stateless | ServerMode::Tasks)
     }
 
     /// How many newest events per stream this mode pins outside the replay budget.
@@ -276,7 +283,8 @@ impl ServerMode {
             | ServerMode::Buffered
             | ServerMode::Restart
             | ServerMode::Empty
-            | ServerMode::Stateless => 0,
+            | ServerMode::Stateless
+            | ServerMode::Tasks => 0,
         }
     }
 }
@@ -295,7 +303,7 @@ impl fmt::Display for UnknownMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown server mode {:?} (expected strict, buffered, restart, boundary, empty, resend or stateless)",
+            "unknown server mode {:?} (expected strict, buffered, restart, boundary, empty, resend, stateless or tasks)",
             self.0
         )
     }
@@ -896,7 +904,10 @@ struct Shared {
 }
 
 impl Shared {
-    fn new(config: ServerConfig) -> Shared {
+    fn new(mut config: ServerConfig) -> Shared {
+        if config.mode == ServerMode::Tasks && !config.tasks.is_on() {
+            config.tasks = TaskSupport::Offer;
+        }
         Shared {
             replay: config.effective_replay(),
             connections: Arc::new(Semaphore::new(config.max_connections)),
