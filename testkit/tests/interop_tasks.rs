@@ -339,3 +339,94 @@ async fn server_everything_research_task_survives_a_cut_result() {
     .await
     .expect("bounded time");
 }
+
+/// The rmcp drop-in: rmcp's own client (2026-07-28, the tasks extension declared) on
+/// `GuardedHttpClient`: `call_tool_once` answers a task, and `get_task` reads of the 4 MiB result
+/// cut at several offsets are read again by the transport: the exact receipt, charge ran once,
+/// never a second `tools/call`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_task_reads_are_read_again_on_the_guarded_stack() {
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientInfo, GetTaskParams,
+        Implementation, ProtocolVersion, TaskPayload,
+    };
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    tokio::time::timeout(LIMIT, async {
+        let Some(rig) = Rig::start(Sdk::RmcpTasks, &[]).await else {
+            return;
+        };
+        let mut config = ClientConfig::default();
+        config.reuse_connections(false);
+        let http = ssegate::rmcp::GuardedHttpClient::new(config).unwrap();
+        let transport = StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(format!(
+                "http://{}/mcp",
+                rig.proxy.addr()
+            )),
+        );
+        let info = ClientInfo::new(
+            ClientCapabilities::builder().enable_tasks().build(),
+            Implementation::new("ssegate-test", "0"),
+        );
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let client = info
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .expect("rmcp connects");
+        let mut args = serde_json::Map::new();
+        args.insert("size".into(), json!(RECEIPT));
+        for offset in [4096, 2 << 20, RECEIPT as u64 - 64] {
+            let before = rig.count().await;
+            let created = match client
+                .call_tool_once(CallToolRequestParams::new("charge").with_arguments(args.clone()))
+                .await
+                .expect("charge")
+            {
+                CallToolResponse::Task(t) => t,
+                other => panic!("not a task: {other:?}"),
+            };
+            let task_id = created.task.task_id.clone();
+            let cuts = rig.proxy.stats().cuts;
+            rig.cut_once(offset);
+            let result = loop {
+                let got = client
+                    .get_task(GetTaskParams::new(task_id.clone()))
+                    .await
+                    .unwrap_or_else(|e| panic!("get_task, cut at {offset}: {e:?}"));
+                match got.task.payload {
+                    TaskPayload::Completed { result } => break result,
+                    TaskPayload::Working => tokio::time::sleep(Duration::from_millis(50)).await,
+                    other => panic!("{other:?}"),
+                }
+            };
+            rig.proxy.set_max_cuts(Some(rig.proxy.stats().cuts));
+            assert_eq!(
+                rig.proxy.stats().cuts,
+                cuts + 1,
+                "cut at {offset}: the read was cut"
+            );
+            assert_eq!(
+                result["content"][0]["text"],
+                format!("charged {}", before + 1)
+            );
+            assert!(
+                result["content"][1]["text"].as_str() == Some(pattern(RECEIPT).as_str()),
+                "cut at {offset}: the receipt is not exact"
+            );
+            assert_eq!(
+                rig.count().await,
+                before + 1,
+                "cut at {offset}: charge ran once"
+            );
+        }
+        client.cancel().await.unwrap();
+    })
+    .await
+    .expect("bounded time");
+}
