@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use ssegate_testkit::hostile::{HostileServer, Misbehaviour};
 use ssegate_testkit::server::{
-    DEFAULT_RESULT_SIZE, DEFAULT_SEED, RunningServer, ServerConfig, ServerMode, expected_result,
+    DEFAULT_RESULT_SIZE, DEFAULT_SEED, RunningServer, ServerConfig, ServerMode, TaskSupport,
+    expected_result,
 };
 
 use common::{call, cut_once, proxy, runtime};
@@ -23,6 +24,19 @@ fn server(rt: &tokio::runtime::Runtime, mode: ServerMode) -> RunningServer {
     rt.block_on(async {
         let mut sc = ServerConfig::default();
         sc.mode(mode).retry_ms(5);
+        sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+    })
+}
+
+/// The loopback MCP server in `mode`, with `tasks`.
+fn server_with(
+    rt: &tokio::runtime::Runtime,
+    mode: ServerMode,
+    tasks: TaskSupport,
+) -> RunningServer {
+    rt.block_on(async {
+        let mut sc = ServerConfig::default();
+        sc.mode(mode).retry_ms(5).tasks(tasks);
         sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
     })
 }
@@ -208,6 +222,54 @@ fn on_a_stateless_server_a_cut_call_runs_again_only_with_retry_always() {
     assert_eq!(server.stats().resumes, 0);
     rt.block_on(proxy.shutdown());
     rt.block_on(server.shutdown());
+}
+
+/// `--tasks`: against the loopback task server (2026-07-28) the call runs as a task by default, a
+/// read of its result cut in the middle is read again: exit 0, the exact result, the tool ran
+/// once. `--tasks require` against a server without tasks and `--tasks never` against one that
+/// requires them fail with a typed reason (exit 1), and nothing ran.
+#[test]
+fn tasks_recover_a_cut_result_and_their_refusals_are_typed() {
+    let rt = runtime();
+    let server = server(&rt, ServerMode::Tasks);
+    let proxy = proxy(&rt, server.addr());
+    let url = format!("http://{}/mcp", proxy.addr());
+    cut_once(&proxy, 2 << 20);
+    let run = call(&[&url, "big_result"]);
+    run.expect(0, "ssegate call: result: protocol 2026-07-28 (stateless)");
+    assert!(run.stderr.contains(", ran as task "), "{run:?}");
+    assert!(
+        run.stderr.contains("(io.modelcontextprotocol/tasks, "),
+        "{run:?}"
+    );
+    let result: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let mut expected: serde_json::Value =
+        serde_json::from_str(&expected_big(DEFAULT_RESULT_SIZE, DEFAULT_SEED)).unwrap();
+    expected["resultType"] = "complete".into();
+    assert!(result == expected, "not the exact result: {run:?}");
+    assert_eq!(proxy.stats().cuts, 1, "the read was cut");
+    assert_eq!(server.stats().calls, 1, "the tool ran once");
+    assert!(server.stats().task_reads >= 2, "read again");
+    rt.block_on(proxy.shutdown());
+    rt.block_on(server.shutdown());
+
+    let plain = server_with(&rt, ServerMode::Stateless, TaskSupport::Off);
+    let run = call(&[&plain.url(), "big_result", "--tasks", "require"]);
+    run.expect(
+        1,
+        "ssegate call: task: tasks are required, and the server offers none",
+    );
+    assert_eq!(plain.stats().calls, 0, "nothing was sent");
+    rt.block_on(plain.shutdown());
+
+    let strict = server_with(&rt, ServerMode::Stateless, TaskSupport::Require);
+    let run = call(&[&strict.url(), "big_result", "--tasks", "never"]);
+    run.expect(
+        1,
+        "ssegate call: task: the server runs this call only as a task",
+    );
+    assert_eq!(strict.stats().calls, 0, "nothing ran");
+    rt.block_on(strict.shutdown());
 }
 
 /// What the command line says wrong is a usage error (exit 2): nothing is sent.

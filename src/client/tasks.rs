@@ -245,7 +245,7 @@ impl fmt::Display for TaskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.task {
             Some(t) => write!(f, "task {} ({}): ", t.id, t.generation.as_str())?,
-            None => f.write_str("tasks: ")?,
+            None => {}
         }
         match &self.kind {
             TaskErrorKind::NotFound { message } => {
