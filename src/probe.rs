@@ -36,8 +36,8 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::client::{
-    Client, ClientConfig, ClientError, MODERN_VERSIONS, PROTOCOL_2026_07_28, PROTOCOL_VERSION,
-    Protocol,
+    CallOptions, Client, ClientConfig, ClientError, MODERN_VERSIONS, PROTOCOL_2026_07_28,
+    PROTOCOL_VERSION, Protocol, Retry, TaskErrorKind, TaskGeneration, TaskMode,
 };
 use crate::guard::{
     ConnectionEnd, Decision, Guard, ReconnectResponse, Refusal, RefusalKind, Restart, Skip,
@@ -265,8 +265,31 @@ impl Tasks {
 /// speak 2026-07-28.
 const MODERN_CHECK: Duration = Duration::from_secs(10);
 
-/// The identifier of the 2026-07-28 tasks extension.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub use crate::client::TASKS_EXTENSION;
+
+/// Whether a task's result can be read again after a read of it was cut (a server offering tasks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskReread {
+    /// A read cut half-way, then a whole read: the same result, byte for byte.
+    Repeatable,
+    /// The read after the cut did not give the result back: why.
+    NotRepeatable(String),
+    /// The call was answered directly, not with a task (the server decides; on 2025-11-25 the
+    /// tool's `execution.taskSupport` must allow one).
+    NoTask,
+}
+
+impl TaskReread {
+    /// The name in the JSON report: `repeatable`, `not-repeatable` or `no-task`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskReread::Repeatable => "repeatable",
+            TaskReread::NotRepeatable(_) => "not-repeatable",
+            TaskReread::NoTask => "no-task",
+        }
+    }
+}
 
 /// What the probe learnt about the server itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -277,6 +300,9 @@ pub struct ServerInfo {
     pub protocol_versions: Vec<String>,
     /// The tasks it offers for `tools/call` (the newest generation, when both).
     pub tasks: Tasks,
+    /// When it offers tasks: whether a task's result reads again after a cut read (the tool is
+    /// called once more, as a task).
+    pub task_reread: Option<TaskReread>,
     /// The protocol version the resumption rounds ran on (the `initialize` one; `None` for a
     /// server that speaks 2026-07-28 only, which has no resumption to probe).
     pub protocol_version: Option<String>,
@@ -411,6 +437,11 @@ impl Report {
             "server": {
                 "protocolVersions": self.server.protocol_versions,
                 "tasks": self.server.tasks.as_str(),
+                "taskReread": self.server.task_reread.as_ref().map(TaskReread::as_str),
+                "taskRereadEvidence": match &self.server.task_reread {
+                    Some(TaskReread::NotRepeatable(why)) => Some(why.as_str()),
+                    _ => None,
+                },
                 "protocol_version": self.server.protocol_version,
                 "session": self.server.session,
                 "priming": self.server.priming,
@@ -1309,6 +1340,7 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
     let mut info = ServerInfo {
         protocol_versions: versions,
         tasks,
+        task_reread: None,
         protocol_version: None,
         session: false,
         priming: false,
@@ -1316,6 +1348,15 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
         id_scheme: IdScheme::None,
         tool: tool.clone(),
     };
+    // A task server: does a task's result read again after a cut read?
+    let task_client = match tasks {
+        Tasks::Extension => modern_client.as_ref(),
+        Tasks::Experimental => legacy_client.as_ref(),
+        Tasks::None => None,
+    };
+    if let Some(client) = task_client {
+        info.task_reread = Some(task_reread(client, &tool, &config.args).await);
+    }
     let mut rounds = Vec::new();
     if let Some(client) = legacy_client {
         let path = cut_rounds(&client, &tool, config, limits).await?;
@@ -1342,6 +1383,69 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
         rounds,
         stateless,
     })
+}
+
+/// Calls `tool` as a task, reads its result again with the read cut half-way (the answer's first
+/// half, then the connection dropped), then reads it whole, and compares with the first result.
+async fn task_reread(client: &Client, tool: &str, args: &Value) -> TaskReread {
+    let mut options = CallOptions::default();
+    options.tasks(TaskMode::Require).retry(Retry::Never);
+    let params = json!({"name": tool, "arguments": args});
+    let first = match client.call_with("tools/call", params, &options).await {
+        Ok(r) => r,
+        Err(ClientError::Task(e)) if e.kind == TaskErrorKind::Unsupported => {
+            return TaskReread::NoTask;
+        }
+        Err(e) => return TaskReread::NotRepeatable(format!("the call as a task failed: {e}")),
+    };
+    let Some(task) = first.outcome.task.clone() else {
+        return TaskReread::NoTask;
+    };
+    let (method, mut params) = match task.generation() {
+        TaskGeneration::Extension => (
+            "tasks/get",
+            json!({"_meta": {"io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {TASKS_EXTENSION: {}}}}}),
+        ),
+        _ => ("tasks/result", json!({})),
+    };
+    params["taskId"] = json!(task.id());
+    let read = json!({"jsonrpc": "2.0", "id": 1_000_100, "method": method, "params": params});
+    match client.raw_post(&read).await {
+        Ok(res) => {
+            let half = first.message.len() / 2;
+            let mut body = pin!(res.bytes_stream());
+            let mut got = 0;
+            while got < half {
+                match body.next().await {
+                    Some(Ok(chunk)) => got += chunk.len(),
+                    _ => break,
+                }
+            }
+            debug!(got, "task read cut");
+        }
+        Err(e) => return TaskReread::NotRepeatable(format!("the read to cut failed: {e}")),
+    }
+    match client.resume_task(&task, &CallOptions::default()).await {
+        Ok(again) if result_bytes(&again.message) == result_bytes(&first.message) => {
+            TaskReread::Repeatable
+        }
+        Ok(again) => TaskReread::NotRepeatable(format!(
+            "read again after a cut, the result differs ({} bytes, then {})",
+            first.message.len(),
+            again.message.len()
+        )),
+        Err(e) => TaskReread::NotRepeatable(format!("read again after a cut: {e}")),
+    }
+}
+
+/// A response's bytes after its id: `,"result":...`.
+fn result_bytes(message: &crate::message::Message) -> Bytes {
+    let bytes = message.to_bytes();
+    match memchr::memmem::find(&bytes, b",\"result\":") {
+        Some(at) => bytes.slice(at..),
+        None => bytes,
+    }
 }
 
 /// The first tool that takes no required arguments.

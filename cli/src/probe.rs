@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ssegate::probe::{ProbeConfig, Report, Round, probe};
+use ssegate::probe::{ProbeConfig, Report, Round, TaskReread, probe};
 
 use crate::client_args::{client_config, seconds};
 
@@ -16,7 +16,8 @@ use crate::client_args::{client_config, seconds};
 /// 2026-07-28 gets the same rounds on it (no event ids, as that revision specifies, is no-ids).
 /// Every read is bounded (--max-bytes, --max-events per connection, --timeout for the whole
 /// probe). Exit status 0: resumable on the 2025 revisions; 1: not resumable; 2: the probe could not
-/// run (or did not finish within --timeout). The tool is called three times per version.
+/// run (or did not finish within --timeout). The tool is called three times per version, and once
+/// more as a task on a server that offers tasks (whose result is then read again after a cut read).
 #[derive(clap::Args, Debug)]
 pub(crate) struct ProbeArgs {
     /// The server's MCP endpoint (`http://` or `https://`).
@@ -70,8 +71,18 @@ fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
 
 fn print_text(report: &Report) {
     let s = &report.server;
+    let reread = match &s.task_reread {
+        Some(TaskReread::Repeatable) => {
+            " (a cut read of a task reads again: repeatable)".to_owned()
+        }
+        Some(TaskReread::NotRepeatable(why)) => {
+            format!(" (a cut read of a task: not repeatable: {why})")
+        }
+        Some(TaskReread::NoTask) => " (the call was answered without a task)".to_owned(),
+        _ => String::new(),
+    };
     println!(
-        "versions  {} | tasks {}",
+        "versions  {} | tasks {}{reread}",
         s.protocol_versions.join(", "),
         s.tasks.as_str()
     );

@@ -134,6 +134,41 @@ fn a_stateless_server_is_probed_on_2026_07_28() {
     runtime.block_on(server.shutdown());
 }
 
+/// A task server (2026-07-28 with the tasks extension): `server.tasks` names the extension, and a
+/// task's result read again after a cut read is the same (`taskReread`: `repeatable`); the tool
+/// ran once per call (three rounds' calls and the task).
+#[test]
+fn a_task_servers_cut_reads_are_probed() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let mut sc = ServerConfig::default();
+        sc.mode(ServerMode::Tasks).result_size(256 << 10);
+        sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+    });
+    let out = probe(&[&server.url(), "--json", "--replay-timeout-ms", "500"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["server"]["tasks"], "io.modelcontextprotocol/tasks",
+        "{stdout}"
+    );
+    assert_eq!(v["server"]["taskReread"], "repeatable", "{stdout}");
+    assert_eq!(v["server"]["taskRereadEvidence"], Value::Null);
+    let stats = server.stats();
+    assert_eq!((stats.calls, stats.tasks_created), (4, 1), "{stats:?}");
+    assert!(stats.task_reads >= 3, "{stats:?}");
+    let out = probe(&[&server.url(), "--replay-timeout-ms", "500"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "tasks io.modelcontextprotocol/tasks (a cut read of a task reads again: repeatable)"
+        ),
+        "{text}"
+    );
+    runtime.block_on(server.shutdown());
+}
+
 #[test]
 fn a_probe_that_cannot_run_exits_two() {
     // Nothing listens on a port just released.
