@@ -243,9 +243,8 @@ pub struct TaskError {
 
 impl fmt::Display for TaskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.task {
-            Some(t) => write!(f, "task {} ({}): ", t.id, t.generation.as_str())?,
-            None => {}
+        if let Some(t) = &self.task {
+            write!(f, "task {} ({}): ", t.id, t.generation.as_str())?;
         }
         match &self.kind {
             TaskErrorKind::NotFound { message } => {
