@@ -343,3 +343,40 @@ async fn a_call_dropped_at_its_deadline_cancels_its_task() {
     .await
     .expect("bounded time");
 }
+
+/// A status read (`tasks/get` while the task works: a few hundred bytes) cut in its middle is read
+/// again too; the call is not issued again and the tool runs once.
+#[tokio::test]
+async fn a_cut_status_read_is_read_again() {
+    tokio::time::timeout(LIMIT, async {
+        for mode in [ServerMode::Stateless, ServerMode::Strict] {
+            let mut sc = server_config(mode, TaskSupport::Offer);
+            sc.task_work(Duration::from_millis(300));
+            let (server, proxy) = start(&sc).await;
+            let client = connect(&proxy, client_config()).await;
+            // A first call lists the tools (2025: to learn their task support).
+            call(&client, "big_result", json!({"size": 16}), TaskMode::Auto)
+                .await
+                .unwrap();
+            let before = server.stats();
+            // The call's connection passes; the next one, the first `tasks/get`, is cut inside
+            // its body.
+            proxy.set_next_cut(Cut::None);
+            proxy.set_next_cut(Cut::At(150));
+            let r = call(&client, "big_result", json!({"size": 4096}), TaskMode::Auto)
+                .await
+                .unwrap_or_else(|e| panic!("{mode}: {e}"));
+            proxy.clear_cuts();
+            assert_eq!(proxy.stats().cuts, 1, "{mode}: the status read was cut");
+            assert_eq!(r.outcome.attempts, 1, "{mode}");
+            assert!(r.outcome.task_rereads >= 1, "{mode}: {:?}", r.outcome);
+            let after = server.stats();
+            assert_eq!(after.calls - before.calls, 1, "{mode}");
+            assert_eq!(after.tasks_created - before.tasks_created, 1, "{mode}");
+            proxy.shutdown().await;
+            server.shutdown().await;
+        }
+    })
+    .await
+    .expect("bounded time");
+}

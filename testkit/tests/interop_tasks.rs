@@ -296,7 +296,8 @@ async fn task_errors_are_typed_and_handles_resume() {
 /// `@modelcontextprotocol/server-everything`: `simulate-research-query` runs as a task (its tool
 /// requires it); its `tasks/result` stream cut in the middle is read again (its event store
 /// replays other streams' events after a resume: the guard must never deliver them), and the
-/// report is the one an uncut read gives.
+/// report is the one an uncut read gives; the session holds one task (its `tasks/list`), so the
+/// tool ran once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_research_task_survives_a_cut_result() {
     tokio::time::timeout(LIMIT, async {
@@ -335,6 +336,16 @@ async fn server_everything_research_task_survives_a_cut_result() {
             rig.proxy.set_max_cuts(Some(rig.proxy.stats().cuts));
             assert_eq!(text(&again), report, "{label}: cut at {offset}");
         }
+        // Its counter: the session's tasks. One task, so the tool ran once.
+        let listed = rig
+            .client
+            .call("tasks/list", json!({}), false)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: tasks/list: {e}"));
+        let v: Value = listed.message.deserialize().unwrap();
+        let tasks = v["result"]["tasks"].as_array().cloned().unwrap_or_default();
+        assert_eq!(tasks.len(), 1, "{label}: {v}");
+        assert_eq!(tasks[0]["taskId"], task.id(), "{label}");
     })
     .await
     .expect("bounded time");
