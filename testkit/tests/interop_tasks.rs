@@ -358,8 +358,8 @@ async fn server_everything_research_task_survives_a_cut_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_task_reads_are_read_again_on_the_guarded_stack() {
     use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientInfo, GetTaskParams,
-        Implementation, ProtocolVersion, TaskPayload,
+        CallToolRequestParams, CallToolResponse, ClientCapabilities, GetTaskParams, Implementation,
+        ProtocolVersion, TaskPayload,
     };
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     use rmcp::transport::StreamableHttpClientTransport;
@@ -379,7 +379,7 @@ async fn rmcp_client_task_reads_are_read_again_on_the_guarded_stack() {
                 rig.proxy.addr()
             )),
         );
-        let info = ClientInfo::new(
+        let info = rmcp::model::ClientConfig::new(
             ClientCapabilities::builder().enable_tasks().build(),
             Implementation::new("ssegate-test", "0"),
         );

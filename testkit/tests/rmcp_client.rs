@@ -131,7 +131,7 @@ async fn rmcp_calls_through_cuts_are_intact_or_refused() {
                         "{mode}: rmcp kept reconnecting"
                     );
                 }
-                ServerMode::Stateless => unreachable!("filtered out"),
+                ServerMode::Stateless | ServerMode::Tasks => unreachable!("filtered out"),
             }
             assert_eq!(http.parked(), 0, "{mode}: nothing left parked");
             // The session still works after the cut.

@@ -594,7 +594,9 @@ async fn resume_after_a_cut_follows_the_server_mode() {
                     );
                     assert_eq!(stats.replays, 1);
                 }
-                ServerMode::Stateless => unreachable!("no resume on a stateless server"),
+                ServerMode::Stateless | ServerMode::Tasks => {
+                    unreachable!("no resume on a stateless server")
+                }
             }
             assert_eq!(stats.resumes, 1, "{mode}");
             // A cursor the server never issued is a miss in every mode but Empty.
