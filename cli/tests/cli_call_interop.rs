@@ -5,22 +5,9 @@
 mod common;
 
 use serde_json::json;
-use ssegate_testkit::interop::{Sdk, start};
+use ssegate_testkit::interop::{Sdk, pattern, start};
 
 use common::{call, cut_once, proxy, runtime};
-
-/// What the interop servers' `big_result` and `charge` receipts carry: 16-byte blocks
-/// `<offset as %015x>|` (interop/README.md).
-fn pattern(size: usize) -> String {
-    let mut s = String::with_capacity(size + 16);
-    let mut offset = 0;
-    while s.len() < size {
-        s.push_str(&format!("{offset:015x}|"));
-        offset += 16;
-    }
-    s.truncate(size);
-    s
-}
 
 /// `--protocol auto` takes the newest protocol each server speaks: `initialize` with 2025-11-25
 /// for `@modelcontextprotocol/sdk` 1.x, 2026-07-28 (stateless) for the Python SDK and

@@ -1737,29 +1737,47 @@ impl Client {
         }
     }
 
+    /// The [`Handler`]'s answers to `requests` (an `inputRequests` object: key to server request),
+    /// keyed alike; keys in `answered` are skipped, and the answered ones are added to it.
+    async fn input_responses(
+        &self,
+        requests: &Value,
+        answered: &mut std::collections::HashSet<String>,
+    ) -> Result<serde_json::Map<String, Value>, ClientError> {
+        let mut responses = serde_json::Map::new();
+        let Some(requests) = requests.as_object() else {
+            return Ok(responses);
+        };
+        for (key, request) in requests {
+            if answered.contains(key) {
+                continue;
+            }
+            let method = request["method"].as_str().unwrap_or_default();
+            let answer = self
+                .inner
+                .config
+                .handler
+                .request(method, request.get("params"))
+                .await
+                .map_err(|error| {
+                    ClientError::Protocol(ProtocolError::InputRequest {
+                        method: method.to_owned(),
+                        error,
+                    })
+                })?;
+            answered.insert(key.clone());
+            responses.insert(key.clone(), answer);
+        }
+        Ok(responses)
+    }
+
     /// The params of the retry of a request answered `input_required` with `result`: the
     /// original params, the [`Handler`]'s answers to the input requests (`inputResponses`, only
     /// when there were requests) and `requestState` exactly as received (only when there was one).
     async fn answer_input(&self, original: &Value, result: &Value) -> Result<Value, ClientError> {
-        let mut responses = serde_json::Map::new();
-        if let Some(requests) = result["inputRequests"].as_object() {
-            for (key, request) in requests {
-                let method = request["method"].as_str().unwrap_or_default();
-                let answer = self
-                    .inner
-                    .config
-                    .handler
-                    .request(method, request.get("params"))
-                    .await
-                    .map_err(|error| {
-                        ClientError::Protocol(ProtocolError::InputRequest {
-                            method: method.to_owned(),
-                            error,
-                        })
-                    })?;
-                responses.insert(key.clone(), answer);
-            }
-        }
+        let responses = self
+            .input_responses(&result["inputRequests"], &mut Default::default())
+            .await?;
         let mut params = original.clone();
         if !params.is_object() {
             params = json!({});

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tracing::{debug, warn};
 
 use super::{
@@ -544,7 +544,9 @@ impl Client {
             match (status, handle.generation) {
                 ("working", _) => {}
                 ("input_required", TaskGeneration::Extension) => {
-                    let responses = self.answer_task_input(task, &mut answered).await?;
+                    let responses = self
+                        .input_responses(&task["inputRequests"], &mut answered)
+                        .await?;
                     if !responses.is_empty() {
                         if outcome.input_rounds >= self.inner.config.max_input_rounds {
                             return Err(ClientError::Protocol(ProtocolError::TooManyInputRounds(
@@ -633,39 +635,6 @@ impl Client {
                 }
             }
         }
-    }
-
-    /// The [`Handler`](super::Handler)'s answers to a task's input requests not answered yet.
-    async fn answer_task_input(
-        &self,
-        task: &Value,
-        answered: &mut HashSet<String>,
-    ) -> Result<Map<String, Value>, ClientError> {
-        let mut responses = Map::new();
-        let Some(requests) = task["inputRequests"].as_object() else {
-            return Ok(responses);
-        };
-        for (key, request) in requests {
-            if answered.contains(key) {
-                continue;
-            }
-            let method = request["method"].as_str().unwrap_or_default();
-            let answer = self
-                .inner
-                .config
-                .handler
-                .request(method, request.get("params"))
-                .await
-                .map_err(|error| {
-                    ClientError::Protocol(ProtocolError::InputRequest {
-                        method: method.to_owned(),
-                        error,
-                    })
-                })?;
-            answered.insert(key.clone());
-            responses.insert(key.clone(), answer);
-        }
-        Ok(responses)
     }
 
     /// How long to wait before the next `tasks/get`: the server's interval, bounded by

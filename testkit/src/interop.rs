@@ -297,3 +297,17 @@ pub fn start(sdk: Sdk, flags: &[&str]) -> Option<Server> {
         Err(e) => panic!("{}: never said it was listening ({e})", server.label),
     }
 }
+
+/// What the interop servers' `big_result` and `charge` results carry: `size` bytes of 16-byte
+/// blocks, each its own byte offset as 15 hex digits and `|` (interop/README.md), so a torn or
+/// doubled part cannot pass unnoticed.
+pub fn pattern(size: usize) -> String {
+    let mut s = String::with_capacity(size + 16);
+    let mut offset = 0;
+    while s.len() < size {
+        s.push_str(&format!("{offset:015x}|"));
+        offset += 16;
+    }
+    s.truncate(size);
+    s
+}

@@ -22,23 +22,11 @@ use ssegate::client::{
     Protocol, Response, Retry,
 };
 use ssegate::message::{Message, RpcId};
-use ssegate_testkit::interop::{Sdk, Server, start};
+use ssegate_testkit::interop::{Sdk, Server, pattern, start};
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 
 // ---------------------------------------------------------------------------------------------
 // The model of what the servers send
-
-/// `size` bytes of 16-byte blocks `<offset as %015x>|` (interop/*/server: `pattern`).
-fn pattern(size: usize) -> String {
-    let mut s = String::with_capacity(size + 16);
-    let mut offset = 0;
-    while s.len() < size {
-        s.push_str(&format!("{offset:015x}|"));
-        offset += 16;
-    }
-    s.truncate(size);
-    s
-}
 
 /// The text contents of a successful `tools/call` response; panics on anything else.
 fn texts(response: &Response) -> Vec<String> {

@@ -16,23 +16,11 @@ use ssegate::client::{
     CallOptions, Client, ClientConfig, ClientError, Response, Retry, TaskErrorKind, TaskGeneration,
     TaskMode,
 };
-use ssegate_testkit::interop::{Sdk, Server, start};
+use ssegate_testkit::interop::{Sdk, Server, pattern, start};
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 
 const RECEIPT: usize = 4 << 20;
 const LIMIT: Duration = Duration::from_secs(180);
-
-/// `size` bytes of 16-byte blocks `<offset as %015x>|` (interop/README.md).
-fn pattern(size: usize) -> String {
-    let mut s = String::with_capacity(size + 16);
-    let mut offset = 0;
-    while s.len() < size {
-        s.push_str(&format!("{offset:015x}|"));
-        offset += 16;
-    }
-    s.truncate(size);
-    s
-}
 
 struct Rig {
     server: Server,

@@ -25,7 +25,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use ssegate_testkit::interop::{Sdk, start};
+use ssegate_testkit::interop::{Sdk, pattern, start};
 use tokio::net::TcpStream;
 
 const RECEIPT: usize = 4 << 20;
@@ -33,18 +33,6 @@ const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const V2026: &str = "2026-07-28";
 const V2025: &str = "2025-11-25";
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// `size` bytes of 16-byte blocks `<offset as %015x>|` (interop/*/server: `pattern`).
-fn pattern(size: usize) -> String {
-    let mut s = String::with_capacity(size + 16);
-    let mut offset = 0;
-    while s.len() < size {
-        s.push_str(&format!("{offset:015x}|"));
-        offset += 16;
-    }
-    s.truncate(size);
-    s
-}
 
 /// The value with every string longer than 80 bytes cut to its head and its length, to print.
 fn short(value: &Value) -> Value {
