@@ -91,7 +91,7 @@
 //! - [`sse`]: the incremental SSE decoder, exact to the WHATWG rules under any chunking; event
 //!   data is a rope of [`bytes::Bytes`] slices of the input chunks.
 //! - [`gate`]: the JSON completeness gate: *incomplete*, *complete*, *trailing* or *invalid*, in
-//!   one pass however the data is chunked (AVX-512BW, AVX2 and portable kernels).
+//!   one pass however the data is chunked (AVX-512BW, AVX2, NEON and portable kernels).
 //! - [`message`]: a complete JSON-RPC message: a cheap peek at its kind, id and method, and a
 //!   `simd-json` parse on demand.
 //! - [`guard`]: the resumption guard: every decision about one stream's events and reconnects,

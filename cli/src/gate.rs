@@ -14,12 +14,15 @@ pub(crate) struct GateArgs {
     split: SplitArgs,
     #[command(flatten)]
     gate: input::GateSettings,
+    /// Also reports the instruction set the gate ran (`isa: neon`, `isa: avx2`, ...) on stderr.
+    #[arg(short, long)]
+    verbose: bool,
     /// The JSON text; stdin when absent or `-`.
     file: Option<PathBuf>,
 }
 
 /// Prints exactly one of `incomplete`, `complete`, `trailing`, `invalid`; the exit status is 0 whatever
-/// the verdict (2 when the input cannot be read).
+/// the verdict (2 when the input cannot be read). With `--verbose`, stderr gets `isa: NAME`.
 pub(crate) fn run(args: &GateArgs) -> ExitCode {
     let input = match read_input(args.file.as_ref()) {
         Ok(input) => Bytes::from(input),
@@ -33,5 +36,8 @@ pub(crate) fn run(args: &GateArgs) -> ExitCode {
         gate.feed(&chunk);
     }
     println!("{}", gate.verdict());
+    if args.verbose {
+        eprintln!("isa: {}", gate.isa().name());
+    }
     ExitCode::SUCCESS
 }

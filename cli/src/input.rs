@@ -32,6 +32,8 @@ pub(crate) struct GateSettings {
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub(crate) enum IsaArg {
     Portable,
+    /// AArch64 NEON (on x86-64, a cap at `neon` leaves the portable code).
+    Neon,
     Avx2,
     Avx512,
 }
@@ -55,6 +57,7 @@ impl GateSettings {
         use ssegate::gate::Isa;
         match self.max_isa {
             IsaArg::Portable => Isa::Portable,
+            IsaArg::Neon => Isa::Neon,
             IsaArg::Avx2 => Isa::Avx2,
             IsaArg::Avx512 => Isa::Avx512,
         }

@@ -75,7 +75,7 @@ fn reads_a_file() {
 #[test]
 fn the_nesting_limit_and_the_instruction_set_cap_are_options() {
     let input = b"{\"a\":[[{}]]}";
-    for isa in ["portable", "avx2", "avx512"] {
+    for isa in ["portable", "neon", "avx2", "avx512"] {
         for split in ["1", "7", "100"] {
             let args = |depth| ["--max-depth", depth, "--max-isa", isa, "--split", split];
             assert_eq!(gate(&args("4"), input), "complete\n", "{isa} {split}");
@@ -83,4 +83,42 @@ fn the_nesting_limit_and_the_instruction_set_cap_are_options() {
         }
     }
     assert_eq!(gate(&[], input), "complete\n");
+}
+
+/// `--verbose` names the instruction set the gate ran on stderr, and leaves stdout one word: NEON on
+/// AArch64 (baseline there), never NEON elsewhere; the cap is honoured.
+#[test]
+fn verbose_reports_the_instruction_set() {
+    let run = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+            .arg("gate")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run ssegate");
+        child.stdin.take().unwrap().write_all(b"[1]").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (stdout, stderr) = run(&["-v"]);
+    assert_eq!(stdout, "complete\n");
+    let isa = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("isa: "))
+        .expect("an isa line");
+    if cfg!(target_arch = "aarch64") {
+        assert_eq!(isa, "neon");
+    } else {
+        assert_ne!(isa, "neon");
+    }
+    let (_, stderr) = run(&["--verbose", "--max-isa", "portable"]);
+    assert!(stderr.contains("isa: portable\n"), "{stderr}");
+    let (stdout, stderr) = run(&[]);
+    assert_eq!((stdout.as_str(), stderr.as_str()), ("complete\n", ""));
 }

@@ -10,7 +10,15 @@ const EVEN: u64 = 0x5555_5555_5555_5555;
 /// the common case in structure-dense JSON.
 #[inline(always)]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    not(any(
+        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+        all(
+            target_arch = "aarch64",
+            target_feature = "neon",
+            not(ssegate_disable_simd),
+            not(miri)
+        )
+    )),
     allow(dead_code)
 )]
 pub(crate) fn escapes(backslash: u64, carry: &mut u64) -> u64 {
@@ -47,8 +55,18 @@ pub(crate) fn escapes_carry_out(backslash: u64, carry: u64) -> u64 {
 }
 
 /// Prefix XOR by shifts (bit `i` of the result is the parity of the set bits at or below `i`): the
-/// portable stand-in for the carry-less multiply the x86-64 kernels use.
-#[cfg(test)]
+/// portable stand-in for the carry-less multiply the x86-64 kernels use, and the NEON kernels' own
+/// (`PMULL` is not in the AArch64 baseline).
+#[cfg(any(
+    test,
+    all(
+        target_arch = "aarch64",
+        target_feature = "neon",
+        not(ssegate_disable_simd),
+        not(miri)
+    )
+))]
+#[inline(always)]
 pub(crate) fn prefix_xor(mut x: u64) -> u64 {
     for shift in [1, 2, 4, 8, 16, 32] {
         x ^= x << shift;

@@ -1,7 +1,8 @@
 //! Every SIMD kernel of the crate and the CPU detection that picks them, laid out as memchr's
 //! `arch/`: [`portable`] is the scalar code (always compiled, the reference every kernel is tested
 //! against, and all there is under `--cfg ssegate_disable_simd` or Miri); `x86_64/` holds one
-//! instruction set per file (`sse2`, `avx2`, `avx512`). Nothing here knows its consumers: `gate`,
+//! instruction set per file (`sse2`, `avx2`, `avx512`), and `aarch64/` the NEON kernels (`neon`).
+//! Nothing here knows its consumers: `gate`,
 //! `sse` and `message` import from `arch`, never the reverse.
 //!
 //! Kernels only classify or find bytes, and whatever crosses a block or a call (inside a string, an
@@ -18,15 +19,26 @@
 //! - **Short searches** for the SSE decoder and the JSON-RPC peek: [`has_line_end`] (a tiny chunk
 //!   has a CR or LF), [`find_either`] (the first of two bytes, tested 16 at a time in the first 256
 //!   bytes before a call into `memchr`) and [`find_line_end`]. Their kernel is SSE2
-//!   (`x86_64::sse2`), part of every x86-64 CPU, so it needs no token and no detection.
+//!   (`x86_64::sse2`), part of every x86-64 CPU, so it needs no token and no detection; on AArch64
+//!   it is NEON (`aarch64::neon`), likewise baseline.
 //!
 //! Dispatch invariant as a type: a [`Kernels`] value holds a token per instruction set
 //! (`x86_64::avx512::Avx512`, `x86_64::avx2::Avx2`) that only run-time feature detection can create,
-//! and the kernels are safe methods on their token. The best choice is detected once per process
+//! and the kernels are safe methods on their token. NEON is baseline on AArch64 (the module is
+//! compiled only where `target_feature = "neon"` is on), so its token (`aarch64::neon::Neon`) needs
+//! no detection. The best choice is detected once per process
 //! ([`Isa::detect`], cached in an atomic). `unsafe` code lives in the kernel files only: this module
 //! denies it everywhere else.
 #![deny(unsafe_code)]
 
+#[cfg(all(
+    target_arch = "aarch64",
+    target_feature = "neon",
+    not(ssegate_disable_simd),
+    not(miri)
+))]
+#[allow(unsafe_code)]
+mod aarch64;
 mod bits;
 pub(crate) mod portable;
 #[cfg(test)]
@@ -46,17 +58,47 @@ pub(crate) use bits::{escapes_branchless, escapes_carry_out};
 pub(crate) fn has_line_end(hay: &[u8]) -> bool {
     #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
     return x86_64::sse2::has_line_end(hay);
-    #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
+    #[cfg(all(
+        target_arch = "aarch64",
+        target_feature = "neon",
+        not(ssegate_disable_simd),
+        not(miri)
+    ))]
+    return aarch64::neon::has_line_end(hay);
+    #[cfg(not(any(
+        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+        all(
+            target_arch = "aarch64",
+            target_feature = "neon",
+            not(ssegate_disable_simd),
+            not(miri)
+        )
+    )))]
     return portable::has_line_end(hay);
 }
 
 /// The bytes of `head` equal to `a` or to `b` (bit `i` is byte `i`): SSE2 on x86-64, byte by byte
-/// elsewhere.
+/// elsewhere; NEON on AArch64.
 #[inline]
 fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
     #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
     return x86_64::sse2::either_16(head, a, b);
-    #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
+    #[cfg(all(
+        target_arch = "aarch64",
+        target_feature = "neon",
+        not(ssegate_disable_simd),
+        not(miri)
+    ))]
+    return aarch64::neon::either_16(head, a, b);
+    #[cfg(not(any(
+        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+        all(
+            target_arch = "aarch64",
+            target_feature = "neon",
+            not(ssegate_disable_simd),
+            not(miri)
+        )
+    )))]
     return portable::either_16(head, a, b);
 }
 
@@ -99,15 +141,21 @@ pub(crate) fn find_line_end(hay: &[u8]) -> Option<usize> {
 /// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
 /// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose;
 /// [`GateConfig::max_isa`](crate::gate::GateConfig::max_isa) caps the detection). Ordered from the least to
-/// the most capable: `Portable < Avx2 < Avx512`.
+/// the most capable: `Portable < Neon < Avx2 < Avx512`. A CPU runs the instruction sets of its own
+/// architecture only, so a cap from another architecture's range still means "up to this much":
+/// on AArch64, `Avx2` or `Avx512` as a cap allows NEON; on x86-64, `Neon` allows only the portable
+/// code.
 ///
 /// New instruction sets (other architectures' among them) are added as new variants: match with a
-/// wildcard arm, and list them with [`Isa::all`] or [`Isa::available`].
+/// wildcard arm, and list them with [`Isa::all`] or [`Isa::available`]. The position of a new variant
+/// in the order, and so its `as u8` value, is not stable across versions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Isa {
     /// Portable Rust (SWAR string scanning, byte-at-a-time bracket balancing): always available.
     Portable,
+    /// NEON, 128-bit Advanced SIMD (AArch64, where it is baseline: no run-time detection).
+    Neon,
     /// AVX2 and PCLMULQDQ (x86-64).
     Avx2,
     /// AVX-512F, AVX-512BW and PCLMULQDQ (x86-64).
@@ -121,7 +169,7 @@ impl Isa {
     /// Every instruction set this version of the crate has kernels for, on any architecture, least
     /// capable first. [`Isa::available`] keeps the ones this CPU and this build can run.
     pub fn all() -> &'static [Isa] {
-        &[Isa::Portable, Isa::Avx2, Isa::Avx512]
+        &[Isa::Portable, Isa::Neon, Isa::Avx2, Isa::Avx512]
     }
 
     /// The instruction sets this CPU and this build can run ([`Isa::is_available`]), least capable
@@ -146,10 +194,11 @@ impl Isa {
         Kernels::new(self).is_some()
     }
 
-    /// A short lower-case name (`portable`, `avx2`, `avx512`), for bench ids.
+    /// A short lower-case name (`portable`, `neon`, `avx2`, `avx512`), for bench ids.
     pub fn name(self) -> &'static str {
         match self {
             Isa::Portable => "portable",
+            Isa::Neon => "neon",
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
         }
@@ -257,6 +306,14 @@ pub(crate) enum Kernels {
     /// AVX-512F + AVX-512BW + PCLMULQDQ kernels.
     #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
     Avx512(x86_64::avx512::Avx512),
+    /// NEON kernels (AArch64 baseline).
+    #[cfg(all(
+        target_arch = "aarch64",
+        target_feature = "neon",
+        not(ssegate_disable_simd),
+        not(miri)
+    ))]
+    Neon(aarch64::neon::Neon),
 }
 
 impl Kernels {
@@ -268,8 +325,16 @@ impl Kernels {
             Isa::Avx2 => x86_64::avx2::Avx2::detect().map(Kernels::Avx2),
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Isa::Avx512 => x86_64::avx512::Avx512::detect().map(Kernels::Avx512),
-            #[cfg(not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))))]
-            Isa::Avx2 | Isa::Avx512 => None,
+            #[cfg(all(
+                target_arch = "aarch64",
+                target_feature = "neon",
+                not(ssegate_disable_simd),
+                not(miri)
+            ))]
+            Isa::Neon => Some(Kernels::Neon(aarch64::neon::Neon::new())),
+            // The instruction sets this build has no kernels for.
+            #[allow(unreachable_patterns)]
+            _ => None,
         }
     }
 
@@ -292,6 +357,13 @@ impl Kernels {
             Kernels::Avx2(_) => Isa::Avx2,
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Kernels::Avx512(_) => Isa::Avx512,
+            #[cfg(all(
+                target_arch = "aarch64",
+                target_feature = "neon",
+                not(ssegate_disable_simd),
+                not(miri)
+            ))]
+            Kernels::Neon(_) => Isa::Neon,
         }
     }
 
@@ -305,6 +377,13 @@ impl Kernels {
             Kernels::Avx2(k) => k.scan_string::<NON_ASCII>(bytes),
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Kernels::Avx512(k) => k.scan_string::<NON_ASCII>(bytes),
+            #[cfg(all(
+                target_arch = "aarch64",
+                target_feature = "neon",
+                not(ssegate_disable_simd),
+                not(miri)
+            ))]
+            Kernels::Neon(k) => k.scan_string::<NON_ASCII>(bytes),
         }
     }
 
@@ -334,6 +413,13 @@ impl Kernels {
             Kernels::Avx2(k) => k.string_blocks(bytes, sink),
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Kernels::Avx512(k) => k.string_blocks(bytes, sink),
+            #[cfg(all(
+                target_arch = "aarch64",
+                target_feature = "neon",
+                not(ssegate_disable_simd),
+                not(miri)
+            ))]
+            Kernels::Neon(k) => k.string_blocks(bytes, sink),
         }
     }
 
@@ -356,6 +442,13 @@ impl Kernels {
             Kernels::Avx2(k) => k.json_blocks(bytes, carry, sink),
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Kernels::Avx512(k) => k.json_blocks(bytes, carry, sink),
+            #[cfg(all(
+                target_arch = "aarch64",
+                target_feature = "neon",
+                not(ssegate_disable_simd),
+                not(miri)
+            ))]
+            Kernels::Neon(k) => k.json_blocks(bytes, carry, sink),
         }
     }
 
@@ -379,6 +472,13 @@ impl Kernels {
             Kernels::Avx2(k) => k.structural_blocks(bytes, carry, sink),
             #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
             Kernels::Avx512(k) => k.structural_blocks(bytes, carry, sink),
+            #[cfg(all(
+                target_arch = "aarch64",
+                target_feature = "neon",
+                not(ssegate_disable_simd),
+                not(miri)
+            ))]
+            Kernels::Neon(k) => k.structural_blocks(bytes, carry, sink),
         }
     }
 }
@@ -387,7 +487,15 @@ impl Kernels {
 /// nibble is `n` (space, tab, LF, CR), and every other entry a byte whose low nibble is not `n`, so
 /// a byte is whitespace exactly when it finds itself at its own low nibble.
 #[cfg_attr(
-    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    not(any(
+        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+        all(
+            target_arch = "aarch64",
+            target_feature = "neon",
+            not(ssegate_disable_simd),
+            not(miri)
+        )
+    )),
     allow(dead_code)
 )]
 const WHITESPACE: [u8; 16] = [
@@ -398,13 +506,29 @@ const WHITESPACE: [u8; 16] = [
 /// The simple-escape lookup tables (one 16-byte table per nibble; a byte is a simple escape when its
 /// two entries share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t`.
 #[cfg_attr(
-    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    not(any(
+        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+        all(
+            target_arch = "aarch64",
+            target_feature = "neon",
+            not(ssegate_disable_simd),
+            not(miri)
+        )
+    )),
     allow(dead_code)
 )]
 const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
 /// See [`ESCAPE_LO`].
 #[cfg_attr(
-    not(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri))),
+    not(any(
+        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+        all(
+            target_arch = "aarch64",
+            target_feature = "neon",
+            not(ssegate_disable_simd),
+            not(miri)
+        )
+    )),
     allow(dead_code)
 )]
 const ESCAPE_HI: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];

@@ -64,9 +64,17 @@ pub(crate) fn has_line_end(hay: &[u8]) -> bool {
 }
 
 /// The bytes of `head` equal to `a` or to `b` (bit `i` is byte `i`): the reference for the SSE2
-/// kernel.
+/// and NEON kernels.
 #[cfg_attr(
-    all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+    any(
+        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
+        all(
+            target_arch = "aarch64",
+            target_feature = "neon",
+            not(ssegate_disable_simd),
+            not(miri)
+        )
+    ),
     allow(dead_code)
 )]
 #[inline]

@@ -65,6 +65,13 @@ fn why_not_available(isa: Isa) -> (&'static str, bool) {
     let cpu_has_avx2 = false;
     match isa {
         Isa::Portable => ("the portable code always runs", false),
+        Isa::Neon if cfg!(not(target_arch = "aarch64")) => ("not an AArch64 build", false),
+        Isa::Neon if cfg!(miri) => ("Miri runs no vector kernel", false),
+        Isa::Neon if cfg!(ssegate_disable_simd) => {
+            ("--cfg ssegate_disable_simd compiles the kernels out", false)
+        }
+        // An AArch64 build without NEON (a soft-float target) has no NEON kernels compiled in.
+        Isa::Neon => ("this AArch64 target does not enable NEON", false),
         Isa::Avx2 | Isa::Avx512 if cfg!(not(target_arch = "x86_64")) => {
             ("not an x86-64 build", false)
         }
@@ -359,9 +366,33 @@ fn detect_is_cached_and_available() {
     assert!(isa.is_available());
     assert_eq!(Isa::detect(), isa);
     assert_eq!(Kernels::best_up_to(Isa::Avx512).isa(), isa);
-    if cfg!(any(ssegate_disable_simd, miri, not(target_arch = "x86_64"))) {
+    if cfg!(any(
+        ssegate_disable_simd,
+        miri,
+        not(any(target_arch = "x86_64", target_arch = "aarch64"))
+    )) {
         assert_eq!(isa, Isa::Portable);
     }
+    // NEON is baseline on AArch64: the detection always picks it, and nothing else is available.
+    if cfg!(all(
+        target_arch = "aarch64",
+        target_feature = "neon",
+        not(ssegate_disable_simd),
+        not(miri)
+    )) {
+        assert_eq!(isa, Isa::Neon);
+        assert_eq!(
+            Isa::available().collect::<Vec<_>>(),
+            [Isa::Portable, Isa::Neon]
+        );
+    }
+    // On x86-64, a NEON cap leaves the portable code only; on AArch64 an x86 cap allows NEON.
+    assert_eq!(
+        Kernels::best_up_to(Isa::Neon).isa(),
+        Isa::available()
+            .rfind(|&i| i <= Isa::Neon)
+            .unwrap_or(Isa::Portable)
+    );
 }
 
 /// The short-search kernels against the byte definition: every length up to 300 (past the inline

@@ -28,7 +28,7 @@
 //!   precise, the same on every instruction set.
 //! - the **fast path** ([`GateConfig::exact`]`(false)`): simdjson stage-1 style bracket balancing made
 //!   resumable (escape carry, in-string carry, depth, a stack of container kinds), over the structural
-//!   masks of AVX-512 / AVX2 kernels picked at run time. Its `Complete` means "one balanced top-level container"; it cannot see
+//!   masks of AVX-512 / AVX2 kernels picked at run time (NEON on AArch64). Its `Complete` means "one balanced top-level container"; it cannot see
 //!   `{"a" 1}`. [`Gate::check`] re-runs the exact recogniser whenever the fast verdict is not `Complete`;
 //!   with the incremental [`Gate::feed`] API the fast verdict stands, and a later parse must validate.
 //!
