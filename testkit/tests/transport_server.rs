@@ -1,17 +1,17 @@
 //! The loopback MCP server and the fault-injecting proxy, driven by a plain hyper client over real TCP.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use common::Reply;
 use ssegate::client::{
     Client, ClientConfig, ClientError, Handler, HandlerFuture, Protocol, ProtocolError, RpcError,
 };
@@ -26,16 +26,7 @@ const RESULT: usize = 64 << 10;
 const SEED: u64 = 42;
 const LIMIT: Duration = Duration::from_secs(20);
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    /// The body bytes received (decoded from chunked framing), up to the end or the error.
-    body: Bytes,
-    /// Whether the body ended with a transport error (a reset) rather than cleanly.
-    broken: bool,
-}
-
-/// One request on a fresh connection (so a proxy applies one cut per request).
+/// One request on a fresh connection (so a proxy applies one cut per request), on `session`.
 async fn send(
     addr: SocketAddr,
     method: Method,
@@ -43,57 +34,11 @@ async fn send(
     extra: &[(&str, &str)],
     body: Option<Value>,
 ) -> Reply {
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let mut req = Request::builder()
-        .method(method)
-        .uri("/mcp")
-        .header("host", addr.to_string())
-        .header("accept", "application/json, text/event-stream");
+    let mut headers = extra.to_vec();
     if let Some(s) = session {
-        req = req.header("mcp-session-id", s);
+        headers.push(("mcp-session-id", s));
     }
-    for (k, v) in extra {
-        req = req.header(*k, *v);
-    }
-    let payload = body
-        .map(|v| Bytes::from(serde_json::to_vec(&v).unwrap()))
-        .unwrap_or_default();
-    if !payload.is_empty() {
-        req = req.header("content-type", "application/json");
-    }
-    let res = sender
-        .send_request(req.body(Full::new(payload)).unwrap())
-        .await
-        .unwrap();
-    let (parts, mut incoming) = res.into_parts();
-    let mut body = BytesMut::new();
-    let mut broken = false;
-    loop {
-        match incoming.frame().await {
-            None => break,
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    body.extend_from_slice(&data);
-                }
-            }
-            Some(Err(_)) => {
-                broken = true;
-                break;
-            }
-        }
-    }
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body: body.freeze(),
-        broken,
-    }
+    common::exchange(addr, method, &headers, body.as_ref()).await
 }
 
 async fn post(addr: SocketAddr, session: Option<&str>, msg: Value) -> Reply {

@@ -3,16 +3,15 @@
 //! experimental tasks of 2025-11-25 on the session modes. Every expectation is stated from the
 //! specifications and the tools' pure payload functions, not from the server's code.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 
+use common::Reply;
 use ssegate::replay;
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{
@@ -25,29 +24,6 @@ const SEED: u64 = 42;
 const LIMIT: Duration = Duration::from_secs(30);
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-    /// Whether the body ended with a transport error (a reset) rather than cleanly.
-    broken: bool,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "not JSON ({e}): {:?}",
-                String::from_utf8_lossy(&self.body[..self.body.len().min(300)])
-            )
-        })
-    }
-
-    fn is_sse(&self) -> bool {
-        self.headers["content-type"] == "text/event-stream"
-    }
-}
-
 /// One request on a fresh connection (so a proxy applies one cut per request).
 async fn send(
     addr: SocketAddr,
@@ -55,54 +31,7 @@ async fn send(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> Reply {
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let mut req = Request::builder()
-        .method(method)
-        .uri("/mcp")
-        .header("host", addr.to_string())
-        .header("accept", "application/json, text/event-stream");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let payload = body
-        .map(|v| Bytes::from(serde_json::to_vec(v).unwrap()))
-        .unwrap_or_default();
-    if !payload.is_empty() {
-        req = req.header("content-type", "application/json");
-    }
-    let res = sender
-        .send_request(req.body(Full::new(payload)).unwrap())
-        .await
-        .unwrap();
-    let (parts, mut incoming) = res.into_parts();
-    let mut body = BytesMut::new();
-    let mut broken = false;
-    loop {
-        match incoming.frame().await {
-            None => break,
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    body.extend_from_slice(&data);
-                }
-            }
-            Some(Err(_)) => {
-                broken = true;
-                break;
-            }
-        }
-    }
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body: body.freeze(),
-        broken,
-    }
+    common::exchange(addr, method, headers, body).await
 }
 
 /// The complete SSE events in `body` as (id, data) (a partial one at the end is dropped).
