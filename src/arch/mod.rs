@@ -1,6 +1,6 @@
 //! Every SIMD kernel of the crate and the CPU detection that picks them, laid out as memchr's
 //! `arch/`: [`portable`] is the scalar code (always compiled, the reference every kernel is tested
-//! against, and all there is under `--cfg ssegate_disable_simd` or Miri); `x86_64/` holds one
+//! against, and all there is under `--cfg ssegate_disable_simd`); `x86_64/` holds one
 //! instruction set per file (`sse2`, `avx2`, `avx512`), and `aarch64/` the NEON kernels (`neon`).
 //! Nothing here knows its consumers: `gate`,
 //! `sse` and `message` import from `arch`, never the reverse.
@@ -29,21 +29,23 @@
 //! no detection. The best choice is detected once per process
 //! ([`Isa::detect`], cached in an atomic). `unsafe` code lives in the kernel files only: this module
 //! denies it everywhere else.
+//!
+//! Which kernel sets a build compiles is decided once, by the build script (`build.rs`), as two
+//! cfgs: `ssegate_x86_kernels` (x86-64) and `ssegate_neon_kernels` (AArch64 with NEON); neither is
+//! set under `--cfg ssegate_disable_simd`. Miri runs the kernels too (its feature detection sees
+//! the target features the build enables, so an x86-64 build under Miri picks the portable code
+//! unless `-Ctarget-feature=+avx2,...` is given); `.ci/run`'s `miri-kernels` step runs the kernel
+//! tests that way.
 #![deny(unsafe_code)]
 
-#[cfg(all(
-    target_arch = "aarch64",
-    target_feature = "neon",
-    not(ssegate_disable_simd),
-    not(miri)
-))]
+#[cfg(ssegate_neon_kernels)]
 #[allow(unsafe_code)]
 mod aarch64;
 mod bits;
 pub(crate) mod portable;
 #[cfg(test)]
 pub(crate) mod tests;
-#[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+#[cfg(ssegate_x86_kernels)]
 #[allow(unsafe_code)]
 mod x86_64;
 
@@ -56,24 +58,11 @@ pub(crate) use bits::{escapes_branchless, escapes_carry_out};
 /// chunks, where a call into `memchr` costs more than the search.
 #[inline]
 pub(crate) fn has_line_end(hay: &[u8]) -> bool {
-    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    #[cfg(ssegate_x86_kernels)]
     return x86_64::sse2::has_line_end(hay);
-    #[cfg(all(
-        target_arch = "aarch64",
-        target_feature = "neon",
-        not(ssegate_disable_simd),
-        not(miri)
-    ))]
+    #[cfg(ssegate_neon_kernels)]
     return aarch64::neon::has_line_end(hay);
-    #[cfg(not(any(
-        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
-        all(
-            target_arch = "aarch64",
-            target_feature = "neon",
-            not(ssegate_disable_simd),
-            not(miri)
-        )
-    )))]
+    #[cfg(not(any(ssegate_x86_kernels, ssegate_neon_kernels)))]
     return portable::has_line_end(hay);
 }
 
@@ -81,24 +70,11 @@ pub(crate) fn has_line_end(hay: &[u8]) -> bool {
 /// elsewhere; NEON on AArch64.
 #[inline]
 fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
-    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    #[cfg(ssegate_x86_kernels)]
     return x86_64::sse2::either_16(head, a, b);
-    #[cfg(all(
-        target_arch = "aarch64",
-        target_feature = "neon",
-        not(ssegate_disable_simd),
-        not(miri)
-    ))]
+    #[cfg(ssegate_neon_kernels)]
     return aarch64::neon::either_16(head, a, b);
-    #[cfg(not(any(
-        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
-        all(
-            target_arch = "aarch64",
-            target_feature = "neon",
-            not(ssegate_disable_simd),
-            not(miri)
-        )
-    )))]
+    #[cfg(not(any(ssegate_x86_kernels, ssegate_neon_kernels)))]
     return portable::either_16(head, a, b);
 }
 
@@ -301,18 +277,13 @@ pub(crate) enum Kernels {
     /// automata are the reference).
     Portable,
     /// AVX2 + PCLMULQDQ kernels.
-    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    #[cfg(ssegate_x86_kernels)]
     Avx2(x86_64::avx2::Avx2),
     /// AVX-512F + AVX-512BW + PCLMULQDQ kernels.
-    #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+    #[cfg(ssegate_x86_kernels)]
     Avx512(x86_64::avx512::Avx512),
     /// NEON kernels (AArch64 baseline).
-    #[cfg(all(
-        target_arch = "aarch64",
-        target_feature = "neon",
-        not(ssegate_disable_simd),
-        not(miri)
-    ))]
+    #[cfg(ssegate_neon_kernels)]
     Neon(aarch64::neon::Neon),
 }
 
@@ -321,16 +292,11 @@ impl Kernels {
     pub(crate) fn new(isa: Isa) -> Option<Kernels> {
         match isa {
             Isa::Portable => Some(Kernels::Portable),
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Isa::Avx2 => x86_64::avx2::Avx2::detect().map(Kernels::Avx2),
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Isa::Avx512 => x86_64::avx512::Avx512::detect().map(Kernels::Avx512),
-            #[cfg(all(
-                target_arch = "aarch64",
-                target_feature = "neon",
-                not(ssegate_disable_simd),
-                not(miri)
-            ))]
+            #[cfg(ssegate_neon_kernels)]
             Isa::Neon => Some(Kernels::Neon(aarch64::neon::Neon::new())),
             // The instruction sets this build has no kernels for.
             #[allow(unreachable_patterns)]
@@ -353,16 +319,11 @@ impl Kernels {
     pub(crate) fn isa(self) -> Isa {
         match self {
             Kernels::Portable => Isa::Portable,
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx2(_) => Isa::Avx2,
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx512(_) => Isa::Avx512,
-            #[cfg(all(
-                target_arch = "aarch64",
-                target_feature = "neon",
-                not(ssegate_disable_simd),
-                not(miri)
-            ))]
+            #[cfg(ssegate_neon_kernels)]
             Kernels::Neon(_) => Isa::Neon,
         }
     }
@@ -373,16 +334,11 @@ impl Kernels {
     pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
         match self {
             Kernels::Portable => portable::scan_string::<NON_ASCII>(bytes),
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx2(k) => k.scan_string::<NON_ASCII>(bytes),
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx512(k) => k.scan_string::<NON_ASCII>(bytes),
-            #[cfg(all(
-                target_arch = "aarch64",
-                target_feature = "neon",
-                not(ssegate_disable_simd),
-                not(miri)
-            ))]
+            #[cfg(ssegate_neon_kernels)]
             Kernels::Neon(k) => k.scan_string::<NON_ASCII>(bytes),
         }
     }
@@ -409,16 +365,11 @@ impl Kernels {
                 let _ = (bytes, sink);
                 Blocks::default()
             }
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx2(k) => k.string_blocks(bytes, sink),
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx512(k) => k.string_blocks(bytes, sink),
-            #[cfg(all(
-                target_arch = "aarch64",
-                target_feature = "neon",
-                not(ssegate_disable_simd),
-                not(miri)
-            ))]
+            #[cfg(ssegate_neon_kernels)]
             Kernels::Neon(k) => k.string_blocks(bytes, sink),
         }
     }
@@ -438,16 +389,11 @@ impl Kernels {
                 let _ = (bytes, sink, carry);
                 0
             }
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx2(k) => k.json_blocks(bytes, carry, sink),
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx512(k) => k.json_blocks(bytes, carry, sink),
-            #[cfg(all(
-                target_arch = "aarch64",
-                target_feature = "neon",
-                not(ssegate_disable_simd),
-                not(miri)
-            ))]
+            #[cfg(ssegate_neon_kernels)]
             Kernels::Neon(k) => k.json_blocks(bytes, carry, sink),
         }
     }
@@ -468,16 +414,11 @@ impl Kernels {
                 let _ = (bytes, sink, carry);
                 0
             }
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx2(k) => k.structural_blocks(bytes, carry, sink),
-            #[cfg(all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)))]
+            #[cfg(ssegate_x86_kernels)]
             Kernels::Avx512(k) => k.structural_blocks(bytes, carry, sink),
-            #[cfg(all(
-                target_arch = "aarch64",
-                target_feature = "neon",
-                not(ssegate_disable_simd),
-                not(miri)
-            ))]
+            #[cfg(ssegate_neon_kernels)]
             Kernels::Neon(k) => k.structural_blocks(bytes, carry, sink),
         }
     }
@@ -486,18 +427,7 @@ impl Kernels {
 /// JSON whitespace by its low nibble, for a byte shuffle: entry `n` is the whitespace byte whose low
 /// nibble is `n` (space, tab, LF, CR), and every other entry a byte whose low nibble is not `n`, so
 /// a byte is whitespace exactly when it finds itself at its own low nibble.
-#[cfg_attr(
-    not(any(
-        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
-        all(
-            target_arch = "aarch64",
-            target_feature = "neon",
-            not(ssegate_disable_simd),
-            not(miri)
-        )
-    )),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(ssegate_x86_kernels, ssegate_neon_kernels)), allow(dead_code))]
 const WHITESPACE: [u8; 16] = [
     b' ', 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, b'\t', b'\n', 0x80, 0x80, b'\r', 0x80,
     0x80,
@@ -505,30 +435,8 @@ const WHITESPACE: [u8; 16] = [
 
 /// The simple-escape lookup tables (one 16-byte table per nibble; a byte is a simple escape when its
 /// two entries share a bit). Classes: bit 0 `"` `/`; bit 1 `\`; bit 2 `b` `f` `n`; bit 3 `r` `t`.
-#[cfg_attr(
-    not(any(
-        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
-        all(
-            target_arch = "aarch64",
-            target_feature = "neon",
-            not(ssegate_disable_simd),
-            not(miri)
-        )
-    )),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(ssegate_x86_kernels, ssegate_neon_kernels)), allow(dead_code))]
 const ESCAPE_LO: [u8; 16] = [0, 0, 13, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1];
 /// See [`ESCAPE_LO`].
-#[cfg_attr(
-    not(any(
-        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
-        all(
-            target_arch = "aarch64",
-            target_feature = "neon",
-            not(ssegate_disable_simd),
-            not(miri)
-        )
-    )),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(ssegate_x86_kernels, ssegate_neon_kernels)), allow(dead_code))]
 const ESCAPE_HI: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];

@@ -1,4 +1,4 @@
-//! The portable code: always compiled, the only code under `--cfg ssegate_disable_simd` or Miri, and
+//! The portable code: always compiled, the only code under `--cfg ssegate_disable_simd`, and
 //! the reference every kernel is tested against. SWAR string scanning and the short searches run in
 //! every build; the block masks have no portable kernel (the gate's byte automata, such as its
 //! fast path's `Stage1::inside_scalar`, do that work without masks), so their byte-at-a-time
@@ -65,18 +65,7 @@ pub(crate) fn has_line_end(hay: &[u8]) -> bool {
 
 /// The bytes of `head` equal to `a` or to `b` (bit `i` is byte `i`): the reference for the SSE2
 /// and NEON kernels.
-#[cfg_attr(
-    any(
-        all(target_arch = "x86_64", not(ssegate_disable_simd), not(miri)),
-        all(
-            target_arch = "aarch64",
-            target_feature = "neon",
-            not(ssegate_disable_simd),
-            not(miri)
-        )
-    ),
-    allow(dead_code)
-)]
+#[cfg_attr(any(ssegate_x86_kernels, ssegate_neon_kernels), allow(dead_code))]
 #[inline]
 pub(crate) fn either_16(head: &[u8; 16], a: u8, b: u8) -> u32 {
     head.iter()
