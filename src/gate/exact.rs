@@ -423,9 +423,9 @@ impl Exact {
             if unusual & below(end) != 0 {
                 return Err(0);
             }
-            if end == 64 {
-                return Ok(());
-            }
+            // The string closes in this block: a block with neither a closing quote nor an unusual
+            // byte is plain string text, which the test at the top of this function took whole.
+            debug_assert!(end < 64);
             self.string_done();
             from = end + 1;
         }
@@ -547,6 +547,11 @@ impl Exact {
         limit: usize,
     ) -> Option<usize> {
         let entry_str = self.st == St::Str;
+        // Never taken: a walk starts only between tokens (`walkable`), and each block the walker
+        // takes leaves it between tokens, in `Done` (the top-level value closed) or in `Str` (a
+        // string runs on); a block it cannot take ends the walk. The guard keeps any other state
+        // away from the successor rules below, which do not know it.
+        debug_assert!(self.walkable() || self.st == St::Done || entry_str);
         if !self.walkable() && self.st != St::Done && !entry_str {
             return None;
         }
@@ -636,6 +641,9 @@ impl Exact {
         let (st, key) = if in_str >> 63 == 1 {
             // The string the block ends in opened here, or (no opening quote) at the entry.
             let key = match open_q {
+                // Never taken: with no opening quote the string was open at the entry and fills
+                // the whole block, and a block of string text without an unusual byte (the only
+                // kind this check accepts) was taken before the check (`Exact::walk_block`).
                 0 => self.key,
                 _ => keys & (1u64 << (63 - open_q.leading_zeros())) != 0,
             };
@@ -887,10 +895,12 @@ impl Exact {
                             _ => match utf8_char(&bytes[i..]) {
                                 Some(len) => i += len,
                                 None => {
+                                    // The run begins with a sequence `utf8_char` refused, so
+                                    // it leaves the string: to `Utf8` (a sequence cut by the
+                                    // end of the piece) or `Invalid`. The state dispatch above
+                                    // takes it from there.
                                     i = self.utf8_run(bytes, i);
-                                    if self.st != St::Str {
-                                        break;
-                                    }
+                                    break;
                                 }
                             },
                         }
@@ -1006,6 +1016,8 @@ impl Exact {
     fn utf8_run(&mut self, bytes: &[u8], start: usize) -> usize {
         let end = start + self.kernels.scan_string::<false>(&bytes[start..]);
         match std::str::from_utf8(&bytes[start..end]) {
+            // Never taken: the run begins with a sequence `utf8_char` refused, and the two agree
+            // on what a UTF-8 sequence is.
             Ok(_) => end,
             Err(e) => {
                 let bad = start + e.valid_up_to();
@@ -1082,6 +1094,10 @@ impl Exact {
                         lo: 0x80,
                         hi: 0x8F,
                     },
+                    // Never taken: these states are entered only from `utf8_run`, for a
+                    // sequence `str::from_utf8` found cut short by the end of the piece
+                    // (`error_len() == None`), so its first byte leads a sequence; a byte that
+                    // cannot lead one is `Invalid` there. Kept as the typed error.
                     _ => return self.fail(InvalidReason::Utf8 { offset: at }),
                 };
             }

@@ -164,6 +164,10 @@ impl Stage1 {
                 if let Some(p) = self.brackets(s.brackets, s.opens, s.curly) {
                     let offset = self.offset + (at as u64) + u64::from(p);
                     self.bracket_slow((s.opens >> p) & 1 == 1, (s.curly >> p) & 1 == 1, offset);
+                    // `brackets` stops only at a bracket that closes the top-level container
+                    // (`After`), goes over the depth limit or mismatches (`Invalid`): the phase
+                    // never stays `Inside` here.
+                    debug_assert_ne!(self.phase, Phase::Inside);
                     if self.phase != Phase::Inside {
                         stopped = Some(at + p as usize + 1);
                         return false;

@@ -195,6 +195,7 @@ fn utf8_valid_prefix(bytes: &[u8], trim: bool) -> usize {
         return end;
     }
     match simdutf8::compat::from_utf8(bytes) {
+        // Never taken while the two validators agree: `basic` just refused these bytes.
         Ok(_) => end,
         Err(e) => e.valid_up_to(),
     }
