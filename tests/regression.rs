@@ -31,7 +31,10 @@ fn replay(target: &str, oracle: fn(&[u8])) {
     let mut names = inputs(&dir);
     if let Some(corpus) = std::env::var_os("SSEGATE_FUZZ_CORPUS") {
         let corpus = inputs(&Path::new(&corpus).join(target));
-        eprintln!("{target}: also the {} inputs of the fuzz corpus", corpus.len());
+        eprintln!(
+            "{target}: also the {} inputs of the fuzz corpus",
+            corpus.len()
+        );
         names.extend(corpus);
     }
     let failed: Vec<String> = names
