@@ -978,6 +978,42 @@ fn keeps_refusing(guard: &mut Guard, decoder: &mut Decoder, r: &Refusal) -> Resu
     Ok(())
 }
 
+/// The requests the call's stream still owes: the call, when it was registered and no response to
+/// it was delivered anywhere in the session.
+fn owed(s: &Scenario, out: &Outcome) -> Vec<RpcId> {
+    let answered = out
+        .delivered
+        .iter()
+        .chain(&out.delivered_elsewhere)
+        .any(|m| is_call_response(m));
+    if s.registered && !answered {
+        vec![RpcId::Number(1)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// A stream refusal calls for a new session and names the call as still owed when it was
+/// registered and no response to it was delivered anywhere in the session (`Refusal::outstanding`);
+/// then the guard keeps it ([`keeps_refusing`]).
+fn settled(
+    guard: &mut Guard,
+    decoder: &mut Decoder,
+    r: &Refusal,
+    s: &Scenario,
+    out: &Outcome,
+) -> Result<(), String> {
+    let owed = owed(s, out);
+    if !r.must_renegotiate() || r.outstanding != owed {
+        return Err(format!(
+            "the refusal {r} (renegotiate: {}) names {:?} as outstanding; the call owes {owed:?}",
+            r.must_renegotiate(),
+            r.outstanding
+        ));
+    }
+    keeps_refusing(guard, decoder, r)
+}
+
 fn frames(evs: &[Ev], id_after_data: bool) -> String {
     evs.iter().fold(String::new(), |mut s, e| {
         let _ = write!(s, "{}", frame(e, id_after_data));
@@ -1070,7 +1106,7 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
         &mut out.dropped,
         None,
     )? {
-        keeps_refusing(&mut guard, &mut decoder, &r)?;
+        settled(&mut guard, &mut decoder, &r, s, &out)?;
         out.refused = Some(r.kind);
         return Ok(out);
     }
@@ -1078,7 +1114,7 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
         let resume = match guard.on_disconnect(ConnectionEnd::from_decoder(&mut decoder)) {
             Ok(r) => r,
             Err(e) => {
-                keeps_refusing(&mut guard, &mut decoder, &e)?;
+                settled(&mut guard, &mut decoder, &e, s, &out)?;
                 out.refused = Some(e.kind);
                 return Ok(out);
             }
@@ -1167,6 +1203,7 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
                 asked = retry_after.or(asked);
                 // Transient: the same resume is tried again after the delay, on the same session.
                 if Some(&e.kind) != answer.refusal(retry_after).as_ref()
+                    || e.outstanding != owed(s, &out)
                     || e.must_renegotiate()
                     || e.retry_after() != retry_after
                     || guard.failure().is_some()
@@ -1199,6 +1236,11 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
             }
         };
         if let Err(e) = guard.on_reconnect(&head) {
+            if guard.failure() != Some(&e) {
+                return Err(format!(
+                    "{head:?} was refused with {e}, which the guard does not keep"
+                ));
+            }
             // A client that reads the body anyway gets nothing from it.
             if let Some(r) = feed(
                 &mut guard,
@@ -1212,7 +1254,7 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
             {
                 return Err(format!("{head:?} was refused with {e}, then with {r}"));
             }
-            keeps_refusing(&mut guard, &mut decoder, &e)?;
+            settled(&mut guard, &mut decoder, &e, s, &out)?;
             out.refused = Some(e.kind);
             return Ok(out);
         }
@@ -1233,14 +1275,14 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
             &mut out.dropped,
             Some(&mut out.dropped_on_resume),
         )? {
-            keeps_refusing(&mut guard, &mut decoder, &r)?;
+            settled(&mut guard, &mut decoder, &r, s, &out)?;
             out.refused = Some(r.kind);
             return Ok(out);
         }
         if behaviour == Behaviour::HeldOpen && answer != Answer::ErrorEvent {
             // The connection never ends: without a refusal at the timeout, the client waits forever.
             if let Err(e) = guard.on_replay_timeout(REPLAY_TIMEOUT) {
-                keeps_refusing(&mut guard, &mut decoder, &e)?;
+                settled(&mut guard, &mut decoder, &e, s, &out)?;
                 out.refused = Some(e.kind);
             } else {
                 out.stalled = true;
