@@ -10,6 +10,13 @@
 //! limits on) and `e >> 2` a repeat count ([`REPEATS`]): the payload `head 0xFF body 0xFF tail`
 //! becomes `head body^count tail` (at most [`MAX_EXPANDED`] bytes), so small inputs grow into
 //! multi-megabyte events and long runs of lines; the cut points then scale to the whole length.
+//!
+//! Every run reads [`Decoder::last_event_id`] after each event and error (the lazily sliced id of
+//! the chunk being scanned, then its cache dropped at the next id): after an event it is that
+//! event's id, and the ids read are compared like the events, across chunkings and with the
+//! reference decoder. One more run feeds the cut pieces in batches before pulling events (chunks
+//! queue behind one not yet scanned): bit 0 of each raw cut point says whether events are pulled
+//! after its piece (the last piece always is), so the pattern is the input's.
 
 use bytes::Bytes;
 use ssegate::hooks::{SSE_COPY_BELOW, sse_join_ptr};
@@ -38,9 +45,12 @@ enum Item {
         id: Vec<u8>,
         has_own_id: bool,
         retry: Option<u64>,
+        /// [`Decoder::last_event_id`] read right after the event was pulled.
+        id_read: Vec<u8>,
     },
-    /// A limit error, by the offset of the line that broke it.
-    Error(DecodeError),
+    /// A limit error, by the offset of the line that broke it, and [`Decoder::last_event_id`]
+    /// read right after it.
+    Error(DecodeError, Vec<u8>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,10 +98,19 @@ impl Limits {
 
 /// Decodes `whole` fed as `pieces` (sub-slices of it, in order), checking the per-call invariants.
 fn run(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>) -> Run {
-    run_with(whole, pieces, limits, SSE_COPY_BELOW)
+    run_with(whole, pieces, limits, SSE_COPY_BELOW, &[])
 }
 
-fn run_with(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>, copy_below: usize) -> Run {
+/// Decodes `whole` fed as `pieces`; events are pulled after piece `i` only when `pull_after` has
+/// no entry `i` or it is `true`, and always after the last (otherwise the next piece is queued
+/// behind the ones not yet scanned).
+fn run_with(
+    whole: &Bytes,
+    pieces: &[&[u8]],
+    limits: Option<&Limits>,
+    copy_below: usize,
+    pull_after: &[bool],
+) -> Run {
     let mut d = Limits::decoder(limits, copy_below);
     let base = whole.as_ptr() as usize;
     let within = |s: &Bytes| {
@@ -101,13 +120,43 @@ fn run_with(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>, copy_below
     let mut items = Vec::new();
     let mut at = 0;
     let mut fed = 0u64;
-    for piece in pieces {
+    for (i, piece) in pieces.iter().enumerate() {
         d.feed(whole.slice(at..at + piece.len()));
         at += piece.len();
         fed += piece.len() as u64;
+        if i + 1 < pieces.len() && !pull_after.get(i).copied().unwrap_or(true) {
+            continue;
+        }
         while let Some(r) = d.next_event() {
             items.push(match r {
-                Ok(ev) => check_event(&ev, limits, copy_below, &within),
+                Ok(ev) => {
+                    let item = check_event(&ev, limits, copy_below, &within);
+                    // Read while the id may still lie in the chunk being scanned (a lazy slice).
+                    let id_read = d.last_event_id().to_vec();
+                    assert_eq!(
+                        id_read,
+                        ev.last_event_id.as_ref(),
+                        "last_event_id() right after an event is not the event's id"
+                    );
+                    match item {
+                        Item::Event {
+                            event_type,
+                            data,
+                            id,
+                            has_own_id,
+                            retry,
+                            ..
+                        } => Item::Event {
+                            event_type,
+                            data,
+                            id,
+                            has_own_id,
+                            retry,
+                            id_read,
+                        },
+                        error => error,
+                    }
+                }
                 Err(e) => {
                     // The default limits (the smallest is `max_field`, 4 KiB) can only be crossed
                     // by an input longer than that: an expanded input can be.
@@ -123,7 +172,7 @@ fn run_with(whole: &Bytes, pieces: &[&[u8]], limits: Option<&Limits>, copy_below
                     // The whole error is compared across chunkings: when one line breaks two
                     // limits, the one crossed first in the stream is reported, however the line
                     // was cut (tests/regression/sse_chunking/two-limits-one-line).
-                    Item::Error(e)
+                    Item::Error(e, d.last_event_id().to_vec())
                 }
             });
             if let Some(l) = limits {
@@ -229,6 +278,7 @@ fn check_event(
         id: ev.last_event_id.to_vec(),
         has_own_id: ev.has_own_id,
         retry: ev.retry,
+        id_read: Vec::new(),
     }
 }
 
@@ -241,13 +291,14 @@ fn as_reference(r: &Run) -> ReferenceOutcome {
             .items
             .iter()
             .map(|i| match i {
+                // The id as `last_event_id()` read it right after the event.
                 Item::Event {
                     event_type,
                     data,
-                    id,
+                    id_read,
                     ..
-                } => (event_type.clone(), data.clone(), id.clone()),
-                Item::Error(e) => panic!("unexpected limit error: {e}"),
+                } => (event_type.clone(), data.clone(), id_read.clone()),
+                Item::Error(e, _) => panic!("unexpected limit error: {e}"),
             })
             .collect(),
         last_event_id: r.last_event_id.clone(),
@@ -325,13 +376,32 @@ pub fn sse_chunking(data: &[u8]) {
     }
     // Copying or slicing changes the segments only, never the outcome.
     for copy_below in [0, usize::MAX] {
-        let other = run_with(&whole, &pieces(payload, &cuts), limits.as_ref(), copy_below);
+        let other = run_with(
+            &whole,
+            &pieces(payload, &cuts),
+            limits.as_ref(),
+            copy_below,
+            &[],
+        );
         assert_eq!(
             other, expected,
             "copy_below {copy_below} changes the outcome"
         );
     }
-    let hit_a_limit = expected.items.iter().any(|i| matches!(i, Item::Error(_)));
+    // The cut pieces fed in batches: chunks queue behind one not yet scanned.
+    let pull_after: Vec<bool> = raw_cuts.iter().map(|c| c & 1 == 1).collect();
+    let batched = run_with(
+        &whole,
+        &pieces(payload, &cuts),
+        limits.as_ref(),
+        SSE_COPY_BELOW,
+        &pull_after,
+    );
+    assert_eq!(
+        batched, expected,
+        "feeding cuts {cuts:?} in batches (pull after: {pull_after:?}) changes the outcome"
+    );
+    let hit_a_limit = expected.items.iter().any(|i| matches!(i, Item::Error(..)));
     if limits.is_none() && !hit_a_limit {
         // The reference decoder has no limits: it is the oracle while none was hit.
         assert_eq!(
