@@ -642,6 +642,10 @@ enum Phase {
         /// The interrupted event's id, when its `id:` line had arrived: the first new message
         /// must carry it.
         partial_id: Option<Bytes>,
+        /// An event was dropped over a decode limit since the resume. It is taken to be the
+        /// replay of the interrupted one, whose id the guard never saw: the next id cannot be
+        /// checked against the cursor ([`GuardConfig::contiguous_ids`]).
+        dropped: bool,
     },
     /// The guard refused; it keeps refusing with the same error.
     Failed(Box<Refusal>),
@@ -919,7 +923,7 @@ impl Guard {
         if !self.ever_resumed {
             let _ = self.shape.observe(id, false);
         }
-        if matches!(self.phase, Phase::Verifying { .. }) {
+        if matches!(self.phase, Phase::Verifying { dropped: false, .. }) {
             self.check_contiguous(id)?;
         }
         self.recent.insert(key, hash, false, self.config.window);
@@ -969,9 +973,13 @@ impl Guard {
         {
             return self.replayed(id, seen, hash);
         }
-        if let Phase::Verifying { partial_id } = &self.phase {
-            let partial_id = partial_id.clone();
-            self.verify_first(partial_id, own_id.as_ref(), hash)?;
+        if let Phase::Verifying {
+            partial_id,
+            dropped,
+        } = &self.phase
+        {
+            let (partial_id, dropped) = (partial_id.clone(), *dropped);
+            self.verify_first(partial_id, dropped, own_id.as_ref(), hash)?;
             self.phase = Phase::Streaming;
         }
         if let Some(id) = &own_id
@@ -1063,6 +1071,7 @@ impl Guard {
     fn verify_first(
         &mut self,
         partial_id: Option<Bytes>,
+        dropped: bool,
         got: Option<&Bytes>,
         hash: u64,
     ) -> Result<(), Refusal> {
@@ -1082,8 +1091,8 @@ impl Guard {
             }));
         }
         match got {
-            Some(id) => self.check_contiguous(id),
-            None => Ok(()),
+            Some(id) if !dropped => self.check_contiguous(id),
+            _ => Ok(()),
         }
     }
 
@@ -1100,7 +1109,7 @@ impl Guard {
         }
         let mut partial_id = None;
         match &self.phase {
-            Phase::Verifying { partial_id: p } => partial_id = p.clone(),
+            Phase::Verifying { partial_id: p, .. } => partial_id = p.clone(),
             // An id-only block after the last event committed an id the guard never saw as an event.
             Phase::Streaming if self.recent.key(&end.last_event_id) != self.last_seen_id => {
                 self.cursor = (!end.last_event_id.is_empty()).then(|| end.last_event_id.clone());
@@ -1135,7 +1144,10 @@ impl Guard {
                 partial_id,
             }));
         }
-        self.phase = Phase::Verifying { partial_id };
+        self.phase = Phase::Verifying {
+            partial_id,
+            dropped: false,
+        };
         self.conn = Connection {
             resumed: true,
             ..Connection::default()
@@ -1214,8 +1226,13 @@ impl Guard {
             return e;
         }
         self.conn.events += 1;
-        if let Phase::Verifying { partial_id } = &mut self.phase {
+        if let Phase::Verifying {
+            partial_id,
+            dropped,
+        } = &mut self.phase
+        {
             *partial_id = None;
+            *dropped = true;
         }
         self.boundary(RefusalKind::DecodeLimit {
             error: error.clone(),

@@ -264,13 +264,12 @@ fn an_oversized_event_is_dropped_and_the_exchange_goes_on() {
     }
 }
 
-/// The finding `tests/regression/guard_model/contiguous-gap-after-dropped-replay`: with contiguous
-/// ids, a correct server whose first event after a resume is dropped over the decoder's limit must
-/// not be refused (the docs of `Guard::on_decode_error` and `GuardConfig::contiguous_ids`). The
-/// guard refuses it with a `Gap` today; the model excuses that unless
-/// `SSEGATE_MODEL_FINDINGS=enforce` (see `ssegate_oracles::guard_model`).
+/// `tests/regression/guard_model/contiguous-gap-after-dropped-replay`: with contiguous ids, a
+/// correct server whose first event after a resume is dropped over the decoder's limit is not
+/// refused: the dropped event is taken to be the replay of the interrupted one
+/// (`Guard::on_decode_error`), and only the first new event must be `cursor + 1`
+/// (`GuardConfig::contiguous_ids`), which the guard cannot check past an event it never saw.
 #[test]
-#[ignore = "finding: a Gap after a dropped first event of a resume, with contiguous ids"]
 fn contiguous_ids_after_a_dropped_replay_are_not_a_gap() {
     let s = Scenario {
         contiguous: true,
