@@ -3,7 +3,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-fn gate(args: &[&str], input: &[u8]) -> String {
+/// Runs `ssegate gate ARGS` on `input`; its stdout and stderr, after asserting it succeeded.
+fn run_gate(args: &[&str], input: &[u8]) -> (String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
         .arg("gate")
         .args(args)
@@ -19,7 +20,14 @@ fn gate(args: &[&str], input: &[u8]) -> String {
         "stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).unwrap()
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn gate(args: &[&str], input: &[u8]) -> String {
+    run_gate(args, input).0
 }
 
 #[test]
@@ -89,23 +97,7 @@ fn the_nesting_limit_and_the_instruction_set_cap_are_options() {
 /// AArch64 (baseline there), never NEON elsewhere; the cap is honoured.
 #[test]
 fn verbose_reports_the_instruction_set() {
-    let run = |args: &[&str]| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
-            .arg("gate")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run ssegate");
-        child.stdin.take().unwrap().write_all(b"[1]").unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success());
-        (
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let run = |args: &[&str]| run_gate(args, b"[1]");
     let (stdout, stderr) = run(&["-v"]);
     assert_eq!(stdout, "complete\n");
     let isa = stderr

@@ -58,6 +58,7 @@ pub(crate) fn prefix_xor(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::tests::scaled;
 
     /// The byte-at-a-time definition: a backslash not itself escaped escapes the next byte.
     fn naive_escapes(backslash: u64, carry: u64) -> (u64, u64) {
@@ -77,7 +78,7 @@ mod tests {
     #[test]
     fn escapes_match_the_byte_definition() {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        for round in 0..if cfg!(miri) { 300 } else { 100_000 } {
+        for round in 0..scaled(100_000, 300) {
             s = s
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
@@ -104,7 +105,7 @@ mod tests {
     #[test]
     fn prefix_xor_is_parity() {
         let mut s = 1u64;
-        for _ in 0..if cfg!(miri) { 100 } else { 10_000 } {
+        for _ in 0..scaled(10_000, 100) {
             s = s
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
