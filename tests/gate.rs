@@ -64,10 +64,13 @@ fn why_not_available(isa: Isa) -> (&'static str, bool) {
     } else if cfg!(miri) {
         ("Miri runs no vector kernel", false)
     } else if cfg!(ssegate_disable_simd) && cpu_has_avx2 {
-        ("--cfg ssegate_disable_simd compiles the kernels out", false)
+        (
+            "the ssegate_disable_simd cfg compiles the kernels out",
+            false,
+        )
     } else if cfg!(ssegate_disable_simd) {
         (
-            "--cfg ssegate_disable_simd compiles the kernels out, and this CPU lacks AVX2",
+            "the ssegate_disable_simd cfg compiles the kernels out, and this CPU lacks AVX2",
             isa == Isa::Avx2,
         )
     } else if isa == Isa::Avx2 {

@@ -1,4 +1,4 @@
-//! `ssegate gate`: the gate's verdict on one whole JSON text, fed in the chunks `--split` asks for.
+//! `ssegate gate`: the gate's verdict on whole JSON texts, each fed in the chunks `--split` asks for.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,30 +14,49 @@ pub(crate) struct GateArgs {
     split: SplitArgs,
     #[command(flatten)]
     gate: input::GateSettings,
-    /// Also reports the instruction set the gate ran (`isa: neon`, `isa: avx2`, ...) on stderr.
+    /// Also reports the instruction set the gate ran (`isa: neon`, `isa: avx2`, ...) on stderr,
+    /// once per text.
     #[arg(short, long)]
     verbose: bool,
-    /// The JSON text; stdin when absent or `-`.
-    file: Option<PathBuf>,
+    /// The JSON texts, each judged on its own; stdin when absent or `-`. With more than one, each
+    /// verdict is followed by a tab and the file's name.
+    files: Vec<PathBuf>,
 }
 
-/// Prints exactly one of `incomplete`, `complete`, `trailing`, `invalid`; the exit status is 0 whatever
-/// the verdict (2 when the input cannot be read). With `--verbose`, stderr gets `isa: NAME`.
+/// Prints exactly one of `incomplete`, `complete`, `trailing`, `invalid` per text (followed by a
+/// tab and the file's name when there are several); the exit status is 0 whatever the verdicts, 2
+/// when an input cannot be read (the other texts are still judged). With `--verbose`, stderr gets
+/// `isa: NAME` per text.
 pub(crate) fn run(args: &GateArgs) -> ExitCode {
-    let input = match read_input(args.file.as_ref()) {
-        Ok(input) => Bytes::from(input),
-        Err(e) => {
-            eprintln!("ssegate gate: cannot read input: {e}");
-            return ExitCode::from(2);
-        }
+    let stdin = [PathBuf::from("-")];
+    let files = if args.files.is_empty() {
+        &stdin[..]
+    } else {
+        &args.files[..]
     };
-    let mut gate = args.gate.gate().build();
-    for chunk in chunks(input, &args.split) {
-        gate.feed(&chunk);
+    let named = files.len() > 1;
+    let mut status = ExitCode::SUCCESS;
+    for file in files {
+        let input = match read_input(Some(file)) {
+            Ok(input) => Bytes::from(input),
+            Err(e) => {
+                eprintln!("ssegate gate: cannot read {}: {e}", file.display());
+                status = ExitCode::from(2);
+                continue;
+            }
+        };
+        let mut gate = args.gate.gate().build();
+        for chunk in chunks(input, &args.split) {
+            gate.feed(&chunk);
+        }
+        if named {
+            println!("{}\t{}", gate.verdict(), file.display());
+        } else {
+            println!("{}", gate.verdict());
+        }
+        if args.verbose {
+            eprintln!("isa: {}", gate.isa().name());
+        }
     }
-    println!("{}", gate.verdict());
-    if args.verbose {
-        eprintln!("isa: {}", gate.isa().name());
-    }
-    ExitCode::SUCCESS
+    status
 }

@@ -80,6 +80,52 @@ fn reads_a_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Several files: one line per text, `VERDICT<TAB>FILE`, in the order given; a file that cannot be
+/// read is reported on stderr, the others are still judged, and the exit status is 2.
+#[test]
+fn judges_several_files_each_on_its_own() {
+    let dir = std::env::temp_dir().join(format!("ssegate-cli-gate-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let texts: [(&str, &[u8]); 4] = [
+        ("a.json", br#"{"a": [1, 2]}"#),
+        ("b.json", b"[1, 2"),
+        ("c.json", b"[1] [2]"),
+        ("d.json", b"[1, }"),
+    ];
+    let mut paths = Vec::new();
+    for (name, text) in texts {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        paths.push(path.to_str().unwrap().to_owned());
+    }
+    let names: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let (stdout, stderr) = run_gate(&[&["-v"], &names[..]].concat(), b"");
+    let expected: String = ["complete", "incomplete", "trailing", "invalid"]
+        .iter()
+        .zip(&paths)
+        .map(|(verdict, path)| format!("{verdict}\t{path}\n"))
+        .collect();
+    assert_eq!(stdout, expected);
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("isa: ")).count(), 4);
+
+    let missing = dir.join("missing.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .args(["gate", &paths[0], missing.to_str().unwrap(), &paths[1]])
+        .output()
+        .expect("run ssegate");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("complete\t{}\nincomplete\t{}\n", paths[0], paths[1])
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("cannot read") && stderr.contains("missing.json"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_nesting_limit_and_the_instruction_set_cap_are_options() {
     let input = b"{\"a\":[[{}]]}";

@@ -72,9 +72,10 @@ fn why_not_available(isa: Isa) -> (&'static str, bool) {
     match isa {
         Isa::Portable => ("the portable code always runs", false),
         Isa::Neon if cfg!(not(target_arch = "aarch64")) => ("not an AArch64 build", false),
-        Isa::Neon if cfg!(ssegate_disable_simd) => {
-            ("--cfg ssegate_disable_simd compiles the kernels out", false)
-        }
+        Isa::Neon if cfg!(ssegate_disable_simd) => (
+            "the ssegate_disable_simd cfg compiles the kernels out",
+            false,
+        ),
         // An AArch64 build without NEON (a soft-float target) has no NEON kernels compiled in.
         Isa::Neon => ("this AArch64 target does not enable NEON", false),
         Isa::Avx2 | Isa::Avx512 if cfg!(not(target_arch = "x86_64")) => {
@@ -86,11 +87,12 @@ fn why_not_available(isa: Isa) -> (&'static str, bool) {
              (RUSTFLAGS=-Ctarget-feature=+avx2,+pclmulqdq,+avx512f,+avx512bw,+bmi1)",
             isa == Isa::Avx2,
         ),
-        Isa::Avx2 | Isa::Avx512 if cfg!(ssegate_disable_simd) && cpu_has_avx2 => {
-            ("--cfg ssegate_disable_simd compiles the kernels out", false)
-        }
+        Isa::Avx2 | Isa::Avx512 if cfg!(ssegate_disable_simd) && cpu_has_avx2 => (
+            "the ssegate_disable_simd cfg compiles the kernels out",
+            false,
+        ),
         Isa::Avx2 | Isa::Avx512 if cfg!(ssegate_disable_simd) => (
-            "--cfg ssegate_disable_simd compiles the kernels out, and this CPU lacks AVX2",
+            "the ssegate_disable_simd cfg compiles the kernels out, and this CPU lacks AVX2",
             isa == Isa::Avx2,
         ),
         Isa::Avx2 => ("this CPU lacks AVX2 or PCLMULQDQ", true),
