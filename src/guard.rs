@@ -662,6 +662,11 @@ struct Connection {
     retry_after: Option<Duration>,
 }
 
+/// The content hash remembered for an event the decoder dropped over a limit: its content was
+/// never read. A later event under the same id that is not dropped again differs from it (unless
+/// its hash is this value, a 2^-64 chance), as a restart does.
+const DROPPED: u64 = 0x5EED_D20F_FED0_0D1E;
+
 /// The resumption guard. See the [module docs](self).
 #[derive(Debug)]
 pub struct Guard {
@@ -1221,9 +1226,19 @@ impl Guard {
     /// goes on with the next event; the cursor stays where it was (at a disconnect it moves to the
     /// dropped event's id if the decoder committed it, so a resume does not fetch it again).
     /// After a resume, the dropped event is taken to be the replay of the interrupted one.
+    ///
+    /// The dropped event's own id ([`DecodeError::id`]), when the decoder read it, is remembered
+    /// as seen: a later cut inside a re-sent copy of it is then a replay of a known event, not an
+    /// interrupted one the next connection must continue with.
     pub fn on_decode_error(&mut self, error: &DecodeError) -> Refusal {
         if let Err(e) = self.check_failed() {
             return e;
+        }
+        if let Some(id) = error.id().filter(|id| !id.is_empty()) {
+            let key = self.recent.key(id);
+            if self.recent.get(key).is_none() {
+                self.recent.insert(key, DROPPED, false, self.config.window);
+            }
         }
         self.conn.events += 1;
         if let Phase::Verifying {

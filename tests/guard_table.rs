@@ -1110,6 +1110,57 @@ fn a_decode_limit_is_typed_reported_and_not_stuck() {
     );
 }
 
+/// A server that re-sends events the client already had (from the start of the stream, not after
+/// the `Last-Event-ID`), its reply cut inside the copy of an event the decoder dropped the first
+/// time: that copy is a replay of a known event, not the interrupted one, and the next (correct)
+/// resume continues after the cursor with no `Gap`. The dropped event's id comes with the decode
+/// error (`DecodeError::id`).
+#[test]
+fn a_cut_inside_the_resent_copy_of_a_dropped_event_is_not_the_interrupted_event() {
+    let big = RESULT.replace("hello", &"x".repeat(500));
+    let mut limits = sse::DecoderConfig::default();
+    limits.max_event(256);
+    let mut dec = limits.build();
+    dec.feed(Bytes::from(ev("2", &big)));
+    let err = dec.next_event().unwrap().unwrap_err();
+    assert_eq!(err.id().map(|b| b.as_ref()), Some(b"2".as_slice()));
+    assert!(err.to_string().contains("\"2\""), "{err}");
+    // The id after the data is not read before the limit is crossed: nothing to carry.
+    let mut dec = limits.build();
+    dec.feed(Bytes::from(format!("data: {big}\nid: 2\n\n")));
+    assert_eq!(dec.next_event().unwrap().unwrap_err().id(), None);
+
+    let torn = &ev("2", &big)[..40];
+    let capture = ev("1", PROGRESS)
+        + &ev("2", &big)
+        + &ev("3", &progress(3))
+        + MARK
+        + &ev("1", PROGRESS)
+        + torn
+        + MARK
+        + &ev("4", RESULT);
+    for contiguous in [false, true] {
+        let mut guard = GuardConfig::default().contiguous_ids(contiguous).build();
+        guard.expect_response(RpcId::Number(1));
+        assert_eq!(
+            drive_with(&capture, &mut guard, &limits),
+            [
+                "deliver 1",
+                "err DecodeLimit",
+                "deliver 3",
+                "resume 3",
+                "reconnect 200",
+                "skip-replay 1",
+                "resume 3",
+                "reconnect 200",
+                "deliver 4",
+                "done"
+            ],
+            "contiguous ids: {contiguous}"
+        );
+    }
+}
+
 // ---- field observations (DESIGN.md, first table) ----
 
 #[test]

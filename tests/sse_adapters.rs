@@ -78,6 +78,7 @@ mod codec {
                     Some(Err(CodecError::Decode(DecodeError::EventTooLarge {
                         limit: 10,
                         offset: 15,
+                        id: None,
                     }))) => {}
                     other => panic!("reads of {n}: expected the limit error, got {other:?}"),
                 }

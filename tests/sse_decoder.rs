@@ -256,7 +256,9 @@ fn line_limit() {
             out[1],
             Err(DecodeError::LineTooLong {
                 limit: 1000,
-                offset: start
+                offset: start,
+                // The dropped block's `id: 2` line came before the long line.
+                id: Some(Bytes::from_static(b"2")),
             })
         );
         let after = out[2].as_ref().unwrap();
@@ -278,7 +280,8 @@ fn line_limit_applies_to_comments_without_holding_them() {
         out[0],
         Err(DecodeError::LineTooLong {
             limit: 4096,
-            offset: 0
+            offset: 0,
+            id: None,
         })
     ));
     assert_eq!(data_of(out[1].as_ref().unwrap()), b"kept");
@@ -350,7 +353,8 @@ fn field_limit() {
                 out[1],
                 Err(DecodeError::FieldTooLong {
                     limit: 4096,
-                    offset: 14
+                    offset: 14,
+                    id: None,
                 })
             );
             let after = out[2].as_ref().unwrap();
@@ -367,10 +371,19 @@ fn error_messages_say_what_and_where() {
     let e = DecodeError::LineTooLong {
         limit: 10,
         offset: 5,
+        id: None,
     };
     let msg = e.to_string();
     assert!(msg.contains("10") && msg.contains("byte 5"), "{msg}");
     let _: &dyn std::error::Error = &e;
+    // The dropped event's id, when the decoder had read it.
+    let e = DecodeError::EventTooLarge {
+        limit: 10,
+        offset: 5,
+        id: Some(Bytes::from_static(b"evt-7")),
+    };
+    let msg = e.to_string();
+    assert!(msg.contains("\"evt-7\"") && msg.contains("byte 5"), "{msg}");
 }
 
 #[test]
@@ -460,7 +473,8 @@ fn a_line_over_two_limits_reports_the_one_crossed_first_whatever_the_chunking() 
             out,
             [Err(DecodeError::EventTooLarge {
                 limit: 30,
-                offset: 0
+                offset: 0,
+                id: None,
             })],
             "chunks of {size}"
         );
@@ -469,7 +483,8 @@ fn a_line_over_two_limits_reports_the_one_crossed_first_whatever_the_chunking() 
             out,
             [Err(DecodeError::FieldTooLong {
                 limit: 8,
-                offset: 0
+                offset: 0,
+                id: None,
             })],
             "chunks of {size}"
         );
@@ -482,7 +497,8 @@ fn a_line_over_two_limits_reports_the_one_crossed_first_whatever_the_chunking() 
             out,
             [Err(DecodeError::LineTooLong {
                 limit: 20,
-                offset: 0
+                offset: 0,
+                id: None,
             })],
             "chunks of {size}"
         );

@@ -866,9 +866,6 @@ pub struct Outcome {
     /// A resumed connection of the call's stream had an event dropped before it delivered a
     /// message.
     pub dropped_on_resume: bool,
-    /// A reply was cut inside the re-sent copy of an event the decoder had dropped before (its id
-    /// at or before the `Last-Event-ID`).
-    pub cut_in_resent_dropped: bool,
     /// Events in the first resume's reply when the server misbehaved in its order (out of order,
     /// skip the interrupted event).
     pub reordered_reply: Option<usize>,
@@ -1261,10 +1258,6 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
         if let Some((evs, cut)) = &cut_evs {
             last_cut = cut_info(evs, s.id_after_data, *cut);
             out.mid_event_cut |= last_cut.mid_event;
-            let resent_dropped = evs.get(last_cut.complete).is_some_and(|e| {
-                e.data.len() > limit && server.position(&e.id) <= server.position(&last)
-            });
-            out.cut_in_resent_dropped |= last_cut.mid_event && resent_dropped;
         }
         if let Some(r) = feed(
             &mut guard,
@@ -1292,19 +1285,6 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
     }
     out.stalled = true;
     Ok(out)
-}
-
-/// A finding: a false refusal of a correct server that the guard makes today, excused here so
-/// that fuzzing goes on, unless `SSEGATE_MODEL_FINDINGS=enforce` is set.
-/// `tests/regression/guard_model/gap-after-cut-in-resent-dropped-event`: a server that re-sends
-/// seen events has its reply cut inside the copy of an event the decoder dropped over its limit;
-/// the guard never learnt that id (the decoder drops the event before the guard sees it), takes
-/// the copy for the interrupted event, and refuses the next resume (which rightly continues after
-/// the `Last-Event-ID`) with a `Gap`.
-fn known_finding(out: &Outcome, r: &RefusalKind) -> bool {
-    out.cut_in_resent_dropped
-        && matches!(r, RefusalKind::Gap { .. })
-        && std::env::var_os("SSEGATE_MODEL_FINDINGS").is_none_or(|v| v != "enforce")
 }
 
 /// Checks the model's properties for one scenario (see the module docs).
@@ -1418,7 +1398,6 @@ pub fn check(s: &Scenario) -> Result<(), String> {
             (None, _) => {}
             (Some(RefusalKind::PartialEvent { .. }), true) if out.mid_event_cut => return Ok(()),
             (Some(r), _) if Some(r) == answer_refused || in_band || excused(r) => return Ok(()),
-            (Some(r), _) if known_finding(&out, r) => return Ok(()),
             (Some(_), _) => return fail("a correct server was refused"),
         }
         if !out.finished {

@@ -130,6 +130,7 @@ impl DecoderConfig {
             tail: 0..0,
             event_type: None,
             own_id: None,
+            dropped_id: None,
             has_own_id: false,
             block_retry: None,
             field: Vec::new(),
@@ -154,6 +155,9 @@ pub enum DecodeError {
         limit: usize,
         /// Stream offset of the start of the line.
         offset: u64,
+        /// The dropped block's own `id`, when its `id` line came before the limit was crossed. It
+        /// is never committed ([`Decoder::last_event_id`] does not move to it).
+        id: Option<Bytes>,
     },
     /// An event's data grew beyond [`DecoderConfig::max_event`].
     EventTooLarge {
@@ -161,6 +165,9 @@ pub enum DecodeError {
         limit: usize,
         /// Stream offset of the start of the line that crossed the limit.
         offset: u64,
+        /// The dropped block's own `id`, when its `id` line came before the limit was crossed. It
+        /// is never committed ([`Decoder::last_event_id`] does not move to it).
+        id: Option<Bytes>,
     },
     /// An `id`, `event` or `retry` value was longer than [`DecoderConfig::max_field`].
     FieldTooLong {
@@ -168,6 +175,9 @@ pub enum DecodeError {
         limit: usize,
         /// Stream offset of the start of the line.
         offset: u64,
+        /// The dropped block's own `id`, when its `id` line came before the limit was crossed. It
+        /// is never committed ([`Decoder::last_event_id`] does not move to it).
+        id: Option<Bytes>,
     },
     /// An open block's wire bytes (every line and line end since the last blank line) grew beyond
     /// [`DecoderConfig::max_block`].
@@ -176,28 +186,68 @@ pub enum DecodeError {
         limit: usize,
         /// Stream offset of the start of the line that crossed the limit.
         offset: u64,
+        /// The dropped block's own `id`, when its `id` line came before the limit was crossed. It
+        /// is never committed ([`Decoder::last_event_id`] does not move to it).
+        id: Option<Bytes>,
     },
 }
 
 impl DecodeError {
     #[cold]
     fn line_too_long(limit: usize, offset: u64) -> Self {
-        DecodeError::LineTooLong { limit, offset }
+        DecodeError::LineTooLong {
+            limit,
+            offset,
+            id: None,
+        }
     }
 
     #[cold]
     fn event_too_large(limit: usize, offset: u64) -> Self {
-        DecodeError::EventTooLarge { limit, offset }
+        DecodeError::EventTooLarge {
+            limit,
+            offset,
+            id: None,
+        }
     }
 
     #[cold]
     fn field_too_long(limit: usize, offset: u64) -> Self {
-        DecodeError::FieldTooLong { limit, offset }
+        DecodeError::FieldTooLong {
+            limit,
+            offset,
+            id: None,
+        }
     }
 
     #[cold]
     fn block_too_large(limit: usize, offset: u64) -> Self {
-        DecodeError::BlockTooLarge { limit, offset }
+        DecodeError::BlockTooLarge {
+            limit,
+            offset,
+            id: None,
+        }
+    }
+
+    /// The dropped block's own `id`, when its `id` line came before the limit was crossed.
+    pub fn id(&self) -> Option<&Bytes> {
+        match self {
+            DecodeError::LineTooLong { id, .. }
+            | DecodeError::EventTooLarge { id, .. }
+            | DecodeError::FieldTooLong { id, .. }
+            | DecodeError::BlockTooLarge { id, .. } => id.as_ref(),
+        }
+    }
+
+    #[cold]
+    fn with_id(mut self, own: Option<Bytes>) -> Self {
+        match &mut self {
+            DecodeError::LineTooLong { id, .. }
+            | DecodeError::EventTooLarge { id, .. }
+            | DecodeError::FieldTooLong { id, .. }
+            | DecodeError::BlockTooLarge { id, .. } => *id = own,
+        }
+        self
     }
 
     /// Stream offset of the start of the offending line.
@@ -214,22 +264,30 @@ impl DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DecodeError::LineTooLong { limit, offset } => write!(
+            DecodeError::LineTooLong { limit, offset, .. } => write!(
                 f,
-                "SSE line starting at byte {offset} is longer than {limit} bytes; event dropped, skipping to the next blank line"
+                "SSE line starting at byte {offset} is longer than {limit} bytes"
             ),
-            DecodeError::EventTooLarge { limit, offset } => write!(
+            DecodeError::EventTooLarge { limit, offset, .. } => write!(
                 f,
-                "SSE event data exceeds {limit} bytes (line starting at byte {offset}); event dropped, skipping to the next blank line"
+                "SSE event data exceeds {limit} bytes (line starting at byte {offset})"
             ),
-            DecodeError::FieldTooLong { limit, offset } => write!(
+            DecodeError::FieldTooLong { limit, offset, .. } => write!(
                 f,
-                "SSE id/event/retry value on the line starting at byte {offset} is longer than {limit} bytes; event dropped, skipping to the next blank line"
+                "SSE id/event/retry value on the line starting at byte {offset} is longer than {limit} bytes"
             ),
-            DecodeError::BlockTooLarge { limit, offset } => write!(
+            DecodeError::BlockTooLarge { limit, offset, .. } => write!(
                 f,
-                "SSE event block exceeds {limit} bytes on the wire (line starting at byte {offset}); event dropped, skipping to the next blank line"
+                "SSE event block exceeds {limit} bytes on the wire (line starting at byte {offset})"
             ),
+        }?;
+        match self.id() {
+            Some(id) => write!(
+                f,
+                "; event {:?} dropped, skipping to the next blank line",
+                String::from_utf8_lossy(id)
+            ),
+            None => f.write_str("; event dropped, skipping to the next blank line"),
         }
     }
 }
@@ -384,6 +442,8 @@ pub struct Decoder {
     tail: Range<usize>,
     event_type: Option<Id>,
     own_id: Option<Id>,
+    /// The `own_id` of a block just dropped over a limit, until the error carries it out.
+    dropped_id: Option<Id>,
     /// Whether the block being dispatched had its own `id` (set by `blank_line`).
     has_own_id: bool,
     block_retry: Option<u64>,
@@ -469,7 +529,7 @@ impl Decoder {
                             && !self.discard
                             && let Err(e) = self.check_block_end()
                         {
-                            return Some(Err(e));
+                            return Some(Err(self.carry_dropped_id(e)));
                         }
                     }
                 }
@@ -483,9 +543,16 @@ impl Decoder {
             match r {
                 None => {}
                 Some(Stop::Event) => return Some(Ok(self.take_event())),
-                Some(Stop::Error(e)) => return Some(Err(e)),
+                Some(Stop::Error(e)) => return Some(Err(self.carry_dropped_id(e))),
             }
         }
+    }
+
+    /// The error of a block just dropped, with the block's own id (a range of `cur` or held).
+    #[cold]
+    fn carry_dropped_id(&mut self, e: DecodeError) -> DecodeError {
+        let id = self.dropped_id.take().map(|id| id.into_bytes(&self.cur));
+        e.with_id(id)
     }
 
     /// Copies out the ids and the event type that are still ranges of `cur`, and moves the data
@@ -647,6 +714,7 @@ impl Decoder {
         self.open = false;
         self.discard = false;
         self.reset_block();
+        self.dropped_id = None;
         partial
     }
 
@@ -1266,9 +1334,11 @@ impl Decoder {
         true
     }
 
-    /// After a limit error: drop the block, uncommitted id included, and skip to the next blank line.
+    /// After a limit error: drop the block, uncommitted id included (kept aside for the error to
+    /// carry), and skip to the next blank line.
     #[cold]
     fn enter_discard(&mut self) {
+        self.dropped_id = self.own_id.take();
         self.reset_block();
         self.discard = true;
         self.state = State::Skip;
