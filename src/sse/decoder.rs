@@ -1335,10 +1335,13 @@ impl Decoder {
     }
 
     /// After a limit error: drop the block, uncommitted id included (kept aside for the error to
-    /// carry), and skip to the next blank line.
+    /// carry), and skip to the next blank line. Some paths call it twice for one error (the field's
+    /// own check, then the line's): the second finds no id and keeps the first one's.
     #[cold]
     fn enter_discard(&mut self) {
-        self.dropped_id = self.own_id.take();
+        if let Some(id) = self.own_id.take() {
+            self.dropped_id = Some(id);
+        }
         self.reset_block();
         self.discard = true;
         self.state = State::Skip;
