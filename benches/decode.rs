@@ -118,7 +118,7 @@ fn group(c: &mut Criterion, name: &str, input: &[u8], chunk: usize, events: usiz
     // capped at AVX2 (`guard::GuardConfig::max_isa`), where the CPU has AVX2.
     if name == "one_4mib_event_16k_chunks" && Isa::Avx2.is_available() {
         let run: Run = |c| {
-            let mut guard = ssegate::guard::GuardConfig::default();
+            let mut guard = ssegate::resume::GuardConfig::default();
             guard.max_isa(Isa::Avx2);
             let stream = ssegate::resume::StreamConfig::default()
                 .guard(guard)

@@ -139,9 +139,16 @@
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod arch;
-pub mod check;
 pub mod gate;
+// The resumption guard is the engine's lower layer, driven only by `resume`; the types a user of
+// `ResumableStream` names are re-exported there. The `__testing` feature opens it to the oracles
+// and the decision-table tests.
+#[cfg(feature = "__testing")]
+#[doc(hidden)]
 pub mod guard;
+#[cfg(not(feature = "__testing"))]
+#[allow(unreachable_pub)]
+mod guard;
 mod hash;
 #[cfg(feature = "__testing")]
 #[doc(hidden)]
@@ -153,8 +160,6 @@ pub mod sse;
 
 #[cfg(feature = "client")]
 pub mod client;
-#[cfg(feature = "client")]
-pub mod probe;
 #[cfg(feature = "rmcp")]
 #[path = "rmcp_client.rs"]
 pub mod rmcp;

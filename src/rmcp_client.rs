@@ -18,7 +18,7 @@
 //! What changes for an rmcp client:
 //!
 //! - Every response stream and `GET` stream is decoded by ssegate's [`Decoder`](crate::sse::Decoder)
-//!   and gated; rmcp sees only events the [guard](crate::guard) accepted (exact replays dropped,
+//!   and gated; rmcp sees only events the guard ([`ResumableStream`](crate::resume::ResumableStream)) accepted (exact replays dropped,
 //!   a resumed stream checked against the stream it continues).
 //! - rmcp still drives the reconnects (`GET` + `Last-Event-ID`), but the resumption state lives
 //!   here: when a stream's connection drops, its [`ResumableStream`] is parked under the id of the
@@ -716,10 +716,10 @@ impl Drive {
             Output::Skip(skip) => debug!(?skip, "guard skipped an event"),
             // The dropped event may have been an outstanding response: nothing will come in its
             // place, so the request fails now, naming the limit.
-            Output::Dropped(refusal) if !refusal.outstanding.is_empty() => {
-                self.on_failed(Failure::Refused(refusal));
+            Output::Dropped(dropped) if !dropped.outstanding.is_empty() => {
+                self.on_failed(Failure::Refused(dropped.into_refusal()));
             }
-            Output::Dropped(refusal) => debug!(%refusal, "decoder dropped an event"),
+            Output::Dropped(dropped) => debug!(%dropped, "decoder dropped an event"),
             Output::Disconnected(resume) => {
                 debug!(delay = ?resume.delay, "stream disconnected; parked for rmcp's reconnect");
                 self.done = true;

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ssegate::guard::RefusalKind;
+use ssegate::resume::RefusalKind;
 use ssegate_oracles::guard_model::{
     Answer, Behaviour, Ids, Oversized, Priming, Scenario, check, play,
 };

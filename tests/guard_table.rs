@@ -1,19 +1,19 @@
 //! One test per row of the guard decision table (docs/DESIGN.md) and per field finding, as
-//! event sequences driven through the shipped wiring (`check::check_guard`: decoder, gate and guard in
-//! a `ResumableStream`). Connections are separated by marker lines this file parses
+//! event sequences driven through the shipped wiring (decoder, gate and guard in a
+//! `ResumableStream`, around a guard the test builds and inspects through the crate's PRIVATE
+//! `__testing` hooks). Connections are separated by marker lines this file parses
 //! (`#reconnect status=.. [retry-after=..] [content-type=..]`), independent of the CLI's capture
 //! format.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ssegate::check::{Connection, Step, check_guard};
-use ssegate::guard::{
-    ConnectionEnd, DEFAULT_UNREQUESTED_WINDOW, Decision, Guard, GuardConfig, Policy,
-    ReconnectResponse, Refusal, RefusalKind, Registry, Restart, Skip,
-};
+use ssegate::guard::{ConnectionEnd, Decision, Guard};
 use ssegate::message::RpcId;
-use ssegate::resume::{self, Answer, Output};
+use ssegate::resume::{
+    self, Answer, DEFAULT_UNREQUESTED_WINDOW, GuardConfig, Output, Policy, ReconnectResponse,
+    Refusal, RefusalKind, Registry, Restart, Skip,
+};
 use ssegate::sse::{self, Decoder};
 
 fn parse_marker(line: &str) -> ReconnectResponse {
@@ -31,12 +31,16 @@ fn parse_marker(line: &str) -> ReconnectResponse {
     r
 }
 
+/// One connection of a capture: the reconnect response that opened it (`None` for the first)
+/// and its body.
+type Connection = (Option<ReconnectResponse>, Bytes);
+
 fn split(capture: &str) -> Vec<Connection> {
     let mut out = Vec::new();
     let mut response = None;
     let mut rest = capture;
     while let Some(at) = rest.find("\n#reconnect") {
-        out.push(Connection::new(
+        out.push((
             response.take(),
             Bytes::copy_from_slice(&rest.as_bytes()[..at]),
         ));
@@ -44,43 +48,68 @@ fn split(capture: &str) -> Vec<Connection> {
         response = Some(parse_marker(&rest[at + 1..line_end]));
         rest = rest.get(line_end + 1..).unwrap_or("");
     }
-    out.push(Connection::new(
-        response,
-        Bytes::copy_from_slice(rest.as_bytes()),
-    ));
+    out.push((response, Bytes::copy_from_slice(rest.as_bytes())));
     out
 }
 
-/// Drives `capture` through the shipped wiring (`check_guard`: a `ResumableStream` around
-/// `guard`, decoder limits from `decoder`), one word list per step, until the stream stops.
+/// Drives `capture` through the shipped wiring (a `ResumableStream` around `guard`, decoder
+/// limits from `decoder`; every later connection is replayed, and each scheduled delay passes at
+/// once), one word list per step, until the stream stops; `guard` is handed back.
 fn drive_with(capture: &str, guard: &mut Guard, decoder: &sse::DecoderConfig) -> Vec<String> {
     let mut config = resume::StreamConfig::default();
     config.decoder(decoder.clone());
+    let mut stream = config.build_with_guard(std::mem::take(guard));
+    stream.keep_open(true);
+    let connections = split(capture);
+    let mut rest = connections.iter();
+    let mut now = Instant::now();
+    if let Some((_, body)) = rest.next() {
+        stream.feed(body.clone(), now);
+        stream.connection_ended(resume::EndCause::Eof, now);
+    }
     let mut out = Vec::new();
-    check_guard(&split(capture), &config, guard, |step| {
-        let line = match step {
-            Step::Reconnect {
-                response,
-                answer: Answer::Read,
-            } => format!("reconnect {}", response.status),
-            Step::Output { output, .. } => match output {
-                Output::Deliver(d) => format!("deliver {}", id(&d.event_id)),
-                Output::Cursor(c) => render(&Decision::Cursor(c.clone())),
-                Output::Skip(s) => render(&Decision::Skip(s.clone())),
-                Output::Dropped(e) => kind(e),
-                Output::Failed(f) => match f.refusal() {
-                    Some(e) => kind(e),
-                    None => format!("fail {f}"),
-                },
-                Output::Disconnected(r) if r.needed => format!("resume {}", id(&r.last_event_id)),
-                Output::Disconnected(_) => "done".into(),
-                _ => return,
-            },
-            // A dropped answer: the refusal (or the retry) follows as outputs.
-            _ => return,
+    loop {
+        let Some(output) = stream.poll() else {
+            match stream.poll_timeout() {
+                Some(at) => {
+                    now = now.max(at);
+                    stream.handle_timeout(now);
+                    continue;
+                }
+                None => break,
+            }
         };
-        out.push(line);
-    });
+        let line = match &output {
+            Output::Deliver(d) => Some(format!("deliver {}", id(&d.event_id))),
+            Output::Cursor(c) => Some(render(&Decision::Cursor(c.clone()))),
+            Output::Skip(s) => Some(render(&Decision::Skip(s.clone()))),
+            Output::Dropped(d) => Some(kind(&d.clone().into_refusal())),
+            Output::Failed(f) => Some(match f.refusal() {
+                Some(e) => kind(e),
+                None => format!("fail {f}"),
+            }),
+            Output::Disconnected(r) if r.needed => Some(format!("resume {}", id(&r.last_event_id))),
+            Output::Disconnected(_) => Some("done".into()),
+            _ => None,
+        };
+        out.extend(line);
+        if let Output::Reconnect(_) = output {
+            let Some((response, body)) = rest.next() else {
+                break;
+            };
+            let response = response
+                .clone()
+                .unwrap_or_else(ReconnectResponse::event_stream);
+            let answer = stream.reconnect_response(&response, now);
+            // A dropped answer: the refusal (or the retry) follows as outputs.
+            if answer == Answer::Read {
+                out.push(format!("reconnect {}", response.status));
+                stream.feed(body.clone(), now);
+                stream.connection_ended(resume::EndCause::Eof, now);
+            }
+        }
+    }
+    *guard = stream.into_guard();
     out
 }
 

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use ssegate::guard::RefusalKind;
 use ssegate::message::RpcId;
+use ssegate::resume::RefusalKind;
 use ssegate::resume::{
     Answer, EndCause, Failure, Output, Reconnect, ReconnectResponse, ResumableStream, StreamConfig,
     parse_retry_after,
@@ -474,9 +474,9 @@ fn a_response_on_the_get_stream_releases_the_cut_post_stream() {
 #[test]
 fn the_replay_timeout_keeps_the_guards_settings() {
     use ssegate::client::ClientConfig;
-    use ssegate::guard::Policy;
+    use ssegate::resume::Policy;
 
-    let mut g = ssegate::guard::GuardConfig::default();
+    let mut g = ssegate::resume::GuardConfig::default();
     g.policy(Policy::Strict).max_depth(8);
     let mut client = ClientConfig::default();
     client.guard(g).replay_timeout(Duration::from_secs(3));

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use ssegate::guard;
 use ssegate::message::RpcId;
 use ssegate::resume::stream::GuardedStream;
 use ssegate::resume::{Failure, Reconnect, ReconnectResponse, StreamConfig};
@@ -142,7 +141,7 @@ async fn an_event_dropped_over_a_limit_while_the_response_is_outstanding_ends_th
     match first {
         Some(Err(Failure::Refused(e))) => {
             assert!(
-                matches!(e.kind, guard::RefusalKind::DecodeLimit { .. }),
+                matches!(e.kind, ssegate::resume::RefusalKind::DecodeLimit { .. }),
                 "{e}"
             );
             assert_eq!(e.outstanding, [RpcId::Number(1)]);

@@ -47,8 +47,8 @@ impl GateSettings {
     }
 
     /// The guard's configuration with these gate settings.
-    pub(crate) fn guard(&self) -> ssegate::guard::GuardConfig {
-        let mut config = ssegate::guard::GuardConfig::default();
+    pub(crate) fn guard(&self) -> ssegate::resume::GuardConfig {
+        let mut config = ssegate::resume::GuardConfig::default();
         config.max_depth(self.max_depth).max_isa(self.isa());
         config
     }

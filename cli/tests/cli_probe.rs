@@ -58,18 +58,18 @@ fn each_server_mode_is_classified_as_it_behaves() {
         );
         let server_info = &v["server"];
         for key in [
-            "protocol_version",
+            "protocolVersion",
             "session",
             "priming",
-            "retry_ms",
-            "id_scheme",
+            "retryMs",
+            "idScheme",
         ] {
             assert!(server_info.get(key).is_some(), "{key} missing: {stdout}");
         }
         assert_eq!(server_info["session"], true);
         assert_eq!(server_info["priming"], true, "{stdout}");
-        assert_eq!(server_info["retry_ms"], 5);
-        assert_eq!(server_info["protocol_version"], "2025-11-25");
+        assert_eq!(server_info["retryMs"], 5);
+        assert_eq!(server_info["protocolVersion"], "2025-11-25");
         runtime.block_on(server.shutdown());
     }
 }
@@ -98,14 +98,14 @@ fn a_stateless_server_is_probed_on_2026_07_28() {
         v["server"]["protocolVersions"],
         serde_json::json!(["2026-07-28"])
     );
-    assert_eq!(v["server"]["protocol_version"], Value::Null);
+    assert_eq!(v["server"]["protocolVersion"], Value::Null);
     assert_eq!(v["rounds"], serde_json::json!([]));
     let versions = v["versions"].as_array().unwrap();
     assert_eq!(versions.len(), 1, "{stdout}");
     let modern = &versions[0];
     assert_eq!(modern["version"], "2026-07-28");
     assert_eq!(modern["stateless"], true);
-    assert_eq!(modern["id_scheme"], "none");
+    assert_eq!(modern["idScheme"], "none");
     assert_eq!(modern["verdict"], "not-resumable");
     let behaviours: Vec<&str> = modern["rounds"]
         .as_array()

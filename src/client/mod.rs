@@ -1885,7 +1885,7 @@ impl Client {
         };
         let state = guarded.state();
         outcome.resumes += state.resumes();
-        outcome.skipped += state.guard().stats().skipped as u32;
+        outcome.skipped += state.stats().skipped as u32;
         result
     }
 
@@ -1896,7 +1896,7 @@ impl Client {
         stream: &ResumableStream,
     ) -> Option<Message> {
         let rx = elsewhere.as_mut()?;
-        let answered = stream.guard().outstanding().is_empty();
+        let answered = stream.outstanding().is_empty();
         let wait = if answered {
             stream.replay_timeout()
         } else {
@@ -1912,7 +1912,7 @@ impl Client {
         }
         // Held as the chunks arrived (no growing copy) and judged as they come, as the guard
         // judges streamed messages (its nesting limit and instruction set).
-        let mut gate = self.inner.config.stream.guard_settings().gate();
+        let mut gate = self.inner.config.stream.guard_config().gate();
         let mut body = Data::default();
         let mut chunks = res.bytes_stream();
         let lost = |partial_bytes: usize, transport: Option<Box<ClientError>>| {
@@ -2131,8 +2131,11 @@ impl Client {
         }
     }
 
-    /// POSTs `body` on the current session, answer unread (for the probe).
-    pub(crate) async fn post_raw(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
+    /// POSTs the JSON-RPC message `body` on the current session and hands back the response
+    /// unread, whatever its status: the escape hatch for tools that read a response themselves
+    /// (`ssegate probe`). On 2026-07-28 the request's `_meta` envelope is stamped as for any call.
+    /// Nothing guards what is read from it.
+    pub async fn post_raw(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
         let session = self.session();
         if session.modern {
             let mut body = body.clone();
@@ -2142,12 +2145,13 @@ impl Client {
         self.post(&session, body, "request").await
     }
 
-    /// `GET` with `Last-Event-ID` on the current session, answer unread (for the probe).
-    pub(crate) async fn get_raw(
-        &self,
-        last_event_id: HeaderValue,
-    ) -> Result<reqwest::Response, ClientError> {
-        self.get_stream(&self.session(), Some(last_event_id), "resume")
+    /// `GET` with `Last-Event-ID` (its exact bytes) on the current session, the response unread
+    /// (see [`Client::post_raw`]). An id that cannot be sent as a header value is
+    /// [`ProtocolError::Unsendable`].
+    pub async fn get_raw(&self, last_event_id: &[u8]) -> Result<reqwest::Response, ClientError> {
+        let value = HeaderValue::from_bytes(last_event_id)
+            .map_err(|_| ClientError::Protocol(ProtocolError::Unsendable("Last-Event-ID")))?;
+        self.get_stream(&self.session(), Some(value), "resume")
             .await
     }
 

@@ -150,9 +150,22 @@ impl Window {
     }
 }
 
-/// The ordered part of a numbered id.
+/// An event id read as one of the numbered shapes whose order the guard may infer: `17`,
+/// `17/<stream>` (rmcp), `<stream>-17`, or `<ms>-<seq>` (a Redis stream id). Uuids and every other
+/// id are opaque ([`NumberedId::parse`] gives `None`). The one parser of id shapes: the guard's
+/// decisions and the reports of tools (`ssegate probe`) read ids through it.
+///
+/// ```
+/// use ssegate::resume::NumberedId;
+///
+/// let a = NumberedId::parse(b"3/req-7").unwrap();
+/// let b = NumberedId::parse(b"4/req-7").unwrap();
+/// assert!(a.same_stream(&b) && b.number() > a.number());
+/// assert!(!a.same_stream(&NumberedId::parse(b"4/req-8").unwrap()));
+/// assert!(NumberedId::parse(b"0b1c2d3e-4f50-4617-8a9b-123456789012").is_none());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Seq {
+pub struct NumberedId {
     /// 0: `17`; 1: `17/<stream>` (rmcp); 2: `<stream>-17`; 3: `<ms>-<seq>` (a Redis stream id).
     shape: u8,
     /// Hash of the stream part (empty for shapes 0 and 3).
@@ -179,13 +192,13 @@ fn is_uuid(id: &[u8]) -> bool {
 }
 
 /// Parses `id` as one of the numbered shapes, or `None` (an opaque id, uuids included).
-pub(crate) fn seq(id: &[u8]) -> Option<Seq> {
+pub(crate) fn seq(id: &[u8]) -> Option<NumberedId> {
     let stream = |part: &[u8]| crate::hash::xxh3_64(part);
     if is_uuid(id) {
         return None;
     }
     if let Some(n) = digits(id) {
-        return Some(Seq {
+        return Some(NumberedId {
             shape: 0,
             stream: 0,
             n: u128::from(n),
@@ -194,7 +207,7 @@ pub(crate) fn seq(id: &[u8]) -> Option<Seq> {
     if let Some(slash) = id.iter().position(|&b| b == b'/')
         && let Some(n) = digits(&id[..slash])
     {
-        return Some(Seq {
+        return Some(NumberedId {
             shape: 1,
             stream: stream(&id[slash + 1..]),
             n: u128::from(n),
@@ -206,27 +219,42 @@ pub(crate) fn seq(id: &[u8]) -> Option<Seq> {
         return None;
     }
     if let Some(ms) = digits(&id[..dash]) {
-        return Some(Seq {
+        return Some(NumberedId {
             shape: 3,
             stream: 0,
             n: (u128::from(ms) << 64) | u128::from(n),
         });
     }
-    Some(Seq {
+    Some(NumberedId {
         shape: 2,
         stream: stream(&id[..dash]),
         n: u128::from(n),
     })
 }
 
-impl Seq {
-    fn same_stream(self, other: Seq) -> bool {
+impl NumberedId {
+    /// `id` as a numbered shape, or `None` for an opaque id.
+    pub fn parse(id: &[u8]) -> Option<NumberedId> {
+        seq(id)
+    }
+
+    /// The number, ordered within one stream part (for `<ms>-<seq>`: the two numbers in order).
+    pub fn number(&self) -> u128 {
+        self.n
+    }
+
+    /// Whether both ids have the same shape and the same stream part, so their numbers compare.
+    pub fn same_stream(&self, other: &NumberedId) -> bool {
+        self.shape == other.shape && self.stream == other.stream
+    }
+
+    fn same_stream_as(self, other: NumberedId) -> bool {
         self.shape == other.shape && self.stream == other.stream
     }
 
     /// Both ids have a shape that names its stream (`17/<stream>`, `<stream>-17`), and the names
     /// differ.
-    fn other_stream(self, other: Seq) -> bool {
+    fn other_stream(self, other: NumberedId) -> bool {
         matches!(self.shape, 1 | 2) && self.shape == other.shape && self.stream != other.stream
     }
 }
@@ -242,8 +270,8 @@ impl Seq {
 pub(crate) enum Shape {
     #[default]
     Unknown,
-    One(Seq),
-    Numbered(Seq),
+    One(NumberedId),
+    Numbered(NumberedId),
     Opaque,
 }
 
@@ -262,14 +290,14 @@ impl Shape {
                 None
             }
             Shape::One(a) => {
-                if a.same_stream(s) && s.n > a.n {
+                if a.same_stream_as(s) && s.n > a.n {
                     *self = Shape::Numbered(s);
                     return None;
                 }
                 // One id does not make a numbered stream, but after a resume the same stream part
                 // going back, or a stream part named differently in the same shape, cannot be a
                 // coincidence of opaque ids (uuids never parse as a shape).
-                if resumed && a.same_stream(s) {
+                if resumed && a.same_stream_as(s) {
                     return Some(Restart::Backwards);
                 }
                 if resumed && a.other_stream(s) {
@@ -303,7 +331,7 @@ impl Shape {
 pub(crate) fn not_next(cursor: &[u8], got: &[u8]) -> Option<Bytes> {
     let c = seq(cursor)?;
     let g = seq(got)?;
-    if !c.same_stream(g) || g.n == c.n + 1 {
+    if !c.same_stream_as(g) || g.n == c.n + 1 {
         return None;
     }
     let text = String::from_utf8_lossy(cursor);

@@ -64,7 +64,7 @@
 //! - an id already delivered comes back with other content, a message already delivered comes back
 //!   under a new id as the first message after a resume, or the ids of a stream that has shown one
 //!   numbered shape consistently go backwards or name another stream after a resume
-//!   ([`RefusalKind::StreamRestarted`] with its [`Restart`](crate::guard::Restart) reason);
+//!   ([`RefusalKind::StreamRestarted`] with its [`Restart`] reason);
 //! - a second, different response to an answered request anywhere in the session, or (for a request
 //!   never registered) on the same stream ([`RefusalKind::DuplicateResponse`]);
 //! - a resumed connection that brings no event at all (ends, or stays silent for the replay
@@ -75,7 +75,7 @@
 //! least twice, strictly increasing on one stream part. The ids of the first connection count,
 //! priming ids included; uuids (`8-4-4-4-12` hex) never parse as a shape. Numbers need not be
 //! contiguous (MCP servers may number all streams of a session with one counter); "exactly
-//! `cursor + 1`" is required only with [`StreamConfig::contiguous_ids`](crate::guard::GuardConfig::contiguous_ids). After a resume a single earlier
+//! `cursor + 1`" is required only with [`GuardConfig::contiguous_ids`]. After a resume a single earlier
 //! id is evidence enough when the shape names its stream: a message id of the same shape naming
 //! another stream (`5/B` after `0/A`, `B-5` after `A-0`) is another stream's event, and the same
 //! stream going back is a restart. A priming event's content (empty) proves nothing either way,
@@ -101,10 +101,10 @@
 //! | event | id in the window, same content hash | `Skip(ExactReplay)` |
 //! | event | id in the window, other content | `StreamRestarted(IdReused)` |
 //! | event | response to a requested id already answered in the session | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse` |
-//! | event | response to an id never registered, already answered on this stream (the last [`GuardConfig::unrequested_window`](crate::guard::GuardConfig::unrequested_window) such ids; never a `null` id; notifications and the server's requests are not responses) | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse`; an id past the window is delivered as new |
+//! | event | response to an id never registered, already answered on this stream (the last [`GuardConfig::unrequested_window`] such ids; never a `null` id; notifications and the server's requests are not responses) | identical: `Skip(DuplicateResponse)`; else `DuplicateResponse`; an id past the window is delivered as new |
 //! | event | `event: error`, first event of a resumed connection | `ReplayUnavailable { status: None }` |
 //! | event | `event: error` elsewhere, data not a complete JSON value | `Skip(ErrorFrame)` |
-//! | decode error | the decoder dropped an event over a limit | `Output::Dropped(DecodeLimit)`; the stream goes on (`GuardedStream` and the client end a call whose response is outstanding with it) |
+//! | decode error | the decoder dropped an event over a limit | `Output::Dropped`; the stream goes on (`GuardedStream` and the client end a call whose response is outstanding with it) |
 //! | disconnect | at a boundary, or a partial event (`Verified`) | `Resume { last_event_id: cursor, needed }` |
 //! | disconnect | partial event, `Strict` | `PartialEvent` |
 //! | disconnect | no cursor, a response outstanding | `Unresumable` |
@@ -113,12 +113,12 @@
 //! | timeout | resumed connection with no event yet, response outstanding | `ReplayMissed { waited }` |
 //! | first message after a resume | the interrupted message's id was known (id line and data had arrived) and this is another id | `Gap` |
 //! | first message after a resume | its content equals a message in the window, under a new id | `StreamRestarted(MessageRepeated)` |
-//! | first event with an id after a resume, [`StreamConfig::contiguous_ids`](crate::guard::GuardConfig::contiguous_ids) | not `cursor + 1` in the cursor's shape | `Gap` |
+//! | first event with an id after a resume, [`GuardConfig::contiguous_ids`] | not `cursor + 1` in the cursor's shape | `Gap` |
 //! | message after any resume | numbered stream: id not above the highest / other stream part | `StreamRestarted(Backwards / OtherStream)` |
 //! | message after any resume | one earlier id (a priming one counts) of `N/<stream>` or `<stream>-N` shape: same stream not above it / another stream part | `StreamRestarted(Backwards / OtherStream)` |
 //!
-//! "Outstanding" means registered with [`Guard::expect_response`](crate::guard::Guard::expect_response) and not answered anywhere in
-//! the session's [`Registry`](crate::guard::Registry) (nor forgotten): a response delivered on another stream of the
+//! "Outstanding" means registered with [`ResumableStream::expect_response`] and not answered anywhere in
+//! the session's [`Registry`] (nor forgotten): a response delivered on another stream of the
 //! session ends this stream's need to resume.
 //!
 //! ## `event: error`
@@ -131,19 +131,21 @@
 #![forbid(unsafe_code)]
 
 use std::fmt;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::hash::Xxh3;
 use bytes::Bytes;
 
 use crate::gate::{Gate, Verdict};
-use crate::guard::{
-    self, ConnectionEnd, Decision, Delivery, Guard, Refusal, RefusalKind, Resume, Skip,
-};
+use crate::guard::{self, ConnectionEnd, Decision, Guard};
 use crate::message::RpcId;
 use crate::sse::{self, Decoder};
 
-pub use crate::guard::ReconnectResponse;
+// The guard's types a driver of the stream names: its settings, its outputs and its refusals.
+pub use crate::guard::{
+    DEFAULT_UNREQUESTED_WINDOW, Delivery, GuardConfig, NumberedId, Policy, ReconnectResponse,
+    Refusal, RefusalKind, Registry, Restart, Resume, Skip, Stats, parse_retry_after,
+};
 
 #[cfg(feature = "guarded-stream")]
 pub mod stream;
@@ -153,7 +155,7 @@ pub mod stream;
 #[non_exhaustive]
 pub struct StreamConfig {
     decoder: sse::DecoderConfig,
-    guard: guard::GuardConfig,
+    guard: GuardConfig,
     replay_timeout: Duration,
     default_retry: Duration,
     max_delay: Duration,
@@ -185,7 +187,7 @@ impl Default for StreamConfig {
     fn default() -> Self {
         StreamConfig {
             decoder: sse::DecoderConfig::default(),
-            guard: guard::GuardConfig::default(),
+            guard: GuardConfig::default(),
             replay_timeout: Duration::from_secs(10),
             default_retry: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
@@ -216,24 +218,18 @@ impl StreamConfig {
 
     /// The guard's settings: policy, id windows, contiguous ids, the gate's nesting limit and
     /// instruction-set cap (replaces them; [`StreamConfig::guard_mut`] edits them in place).
-    pub fn guard(&mut self, config: guard::GuardConfig) -> &mut Self {
+    pub fn guard(&mut self, config: GuardConfig) -> &mut Self {
         self.guard = config;
         self
     }
 
     /// The guard's settings, to edit in place.
-    pub fn guard_mut(&mut self) -> &mut guard::GuardConfig {
+    pub fn guard_mut(&mut self) -> &mut GuardConfig {
         &mut self.guard
     }
 
     /// The guard's settings.
-    pub fn guard_config(&self) -> &guard::GuardConfig {
-        &self.guard
-    }
-
-    /// The guard's settings (crate-internal name kept for the client's JSON answers).
-    #[cfg(feature = "client")]
-    pub(crate) fn guard_settings(&self) -> &guard::GuardConfig {
+    pub fn guard_config(&self) -> &GuardConfig {
         &self.guard
     }
 
@@ -254,10 +250,17 @@ impl StreamConfig {
 
     /// The delay before repeating a request the server answered `429`/`503` (a driver's retry of
     /// its own request, outside any stream): the server's `asked` delay or the first backoff
-    /// step, raised to the jittered floor and clamped like a reconnect's.
+    /// step, raised to the jittered floor and clamped like a reconnect's. The jitter comes from
+    /// [`StreamConfig::jitter_seed`] when one is set (the same delay for the same seed), else
+    /// from the OS.
     #[cfg(feature = "client")]
     pub(crate) fn busy_delay(&self, asked: Option<Duration>) -> Duration {
-        let jitter = (crate::guard::random_seed() >> 11) as f64 / (1u64 << 53) as f64;
+        let seed = self.jitter_seed.unwrap_or_else(crate::guard::random_seed);
+        // One SplitMix64 step: the seed's bits spread over the fraction.
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let jitter = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
         asked
             .unwrap_or(self.backoff)
             .max(self.min_delay.mul_f64(1.0 + jitter / 2.0))
@@ -341,18 +344,24 @@ impl StreamConfig {
 
     /// A stream with these settings (its guard with a private registry).
     pub fn build(&self) -> ResumableStream {
-        self.build_with_guard(self.guard.build())
+        self.with_guard(self.guard.build())
     }
 
     /// A stream with these settings whose guard shares `registry` with the session's other
     /// streams ([`Session`] builds its streams this way).
-    pub fn build_in(&self, registry: &guard::Registry) -> ResumableStream {
-        self.build_with_guard(self.guard.build_in(registry))
+    pub fn build_in(&self, registry: &Registry) -> ResumableStream {
+        self.with_guard(self.guard.build_in(registry))
     }
 
     /// A stream with these settings around a guard the caller built (its settings win over
-    /// [`StreamConfig::guard`]); [`ResumableStream::into_guard`] hands it back.
+    /// [`StreamConfig::guard`]); `ResumableStream::into_guard` hands it back (test hook).
+    #[cfg(feature = "__testing")]
+    #[doc(hidden)]
     pub fn build_with_guard(&self, guard: Guard) -> ResumableStream {
+        self.with_guard(guard)
+    }
+
+    fn with_guard(&self, guard: Guard) -> ResumableStream {
         ResumableStream {
             decoder: self.decoder.build(),
             gate: guard.settings().gate(),
@@ -506,9 +515,9 @@ pub enum Output {
     Skip(Skip),
     /// A priming event (empty data, own id): the cursor moved.
     Cursor(Bytes),
-    /// The decoder dropped an event over one of its limits, and the guard lets the stream go on
-    /// (the message it carried is lost; the refusal says which limit).
-    Dropped(Refusal),
+    /// The decoder dropped an event over one of its limits, and the stream goes on at the next
+    /// event (the message it carried is lost).
+    Dropped(Dropped),
     /// The connection is over for the stream (its end was reported, or it went idle): drop it. A
     /// reconnect follows after `delay` (the server's, clamped by [`StreamConfig::max_delay`]), via
     /// [`Output::Reconnect`].
@@ -519,6 +528,40 @@ pub enum Output {
     Finished,
     /// The stream stopped for good.
     Failed(Failure),
+}
+
+/// An event the decoder dropped over one of its limits ([`Output::Dropped`]): the message it
+/// carried is lost, the stream goes on. Not a refusal: a driver that needs the lost message (its
+/// request is in [`Dropped::outstanding`]) ends the call with [`Dropped::into_refusal`], and
+/// re-issues it with a larger limit on the same session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Dropped {
+    /// The decoder's error: which limit, and the dropped event's id when it was read.
+    pub error: sse::DecodeError,
+    /// The cursor after the drop.
+    pub cursor: Option<Bytes>,
+    /// Requests this stream still had to deliver when the event was dropped.
+    pub outstanding: Vec<RpcId>,
+}
+
+impl Dropped {
+    /// The refusal a driver ends a call with when the dropped event may have been its response
+    /// ([`RefusalKind::DecodeLimit`]; [`Refusal::must_renegotiate`] is `false`).
+    pub fn into_refusal(self) -> Refusal {
+        Refusal {
+            kind: RefusalKind::DecodeLimit { error: self.error },
+            cursor: self.cursor,
+            outstanding: self.outstanding,
+        }
+    }
+}
+
+impl fmt::Display for Dropped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Worded as the refusal a driver may end the call with, so reports read the same.
+        self.clone().into_refusal().fmt(f)
+    }
 }
 
 /// What the stream knew about the last event it decided on (kept only with
@@ -534,6 +577,9 @@ pub struct EventInfo {
     pub bytes: usize,
     /// The gate's verdict on the data (`None` for empty data).
     pub verdict: Option<Verdict>,
+    /// Where the event ended in its connection's body: bytes of that body up to and including
+    /// the blank line that dispatched it.
+    pub end: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -649,13 +695,37 @@ impl ResumableStream {
         self.last_event.as_ref()
     }
 
-    /// The guard (cursor, outstanding requests, counters).
+    /// The cursor: the id of the last event processed, sent as `Last-Event-ID` on a resume.
+    pub fn cursor(&self) -> Option<&Bytes> {
+        self.guard.cursor()
+    }
+
+    /// The requests this stream must still deliver (answered anywhere in the session: not
+    /// outstanding).
+    pub fn outstanding(&self) -> Vec<RpcId> {
+        self.guard.outstanding()
+    }
+
+    /// The delay the server last asked for: its `retry:` field, or a reconnect response's
+    /// `Retry-After` (before the stream's clamps and floor).
+    pub fn server_retry(&self) -> Option<Duration> {
+        self.guard.server_retry()
+    }
+
+    /// The stream's counters: events, deliveries, skips, discarded partial events, resumes.
+    pub fn stats(&self) -> Stats {
+        self.guard.stats()
+    }
+
+    /// The guard (test hook).
+    #[cfg(feature = "__testing")]
+    #[doc(hidden)]
     pub fn guard(&self) -> &Guard {
         &self.guard
     }
 
     /// The instruction set the stream's gate runs on: the guard's settings decide it
-    /// ([`guard::GuardConfig::max_isa`]).
+    /// ([`GuardConfig::max_isa`]).
     pub fn gate_isa(&self) -> crate::gate::Isa {
         self.gate.isa()
     }
@@ -665,7 +735,9 @@ impl ResumableStream {
         self.config.replay_timeout
     }
 
-    /// The guard, for a caller that keeps it beyond the stream.
+    /// The guard, for a caller that keeps it beyond the stream (test hook).
+    #[cfg(feature = "__testing")]
+    #[doc(hidden)]
     pub fn into_guard(self) -> Guard {
         self.guard
     }
@@ -884,7 +956,11 @@ impl ResumableStream {
                 if self.guard.failure().is_some() {
                     return self.fail(Failure::Refused(refusal));
                 }
-                return Output::Dropped(refusal);
+                return Output::Dropped(Dropped {
+                    error,
+                    cursor: refusal.cursor,
+                    outstanding: refusal.outstanding,
+                });
             }
         };
         // Empty data comes back `Incomplete` and is not looked at.
@@ -895,6 +971,7 @@ impl ResumableStream {
                 event_type: Bytes::copy_from_slice(event.event_type()),
                 bytes: event.data.len(),
                 verdict: (!event.data.is_empty()).then_some(verdict),
+                end: self.decoder.offset(),
             });
         }
         let rpc = guard::gated_peek(&self.gate, &event.data);
@@ -1019,14 +1096,14 @@ impl ResumableStream {
 /// The streams of one MCP session: each POST response stream and the standalone `GET` stream.
 ///
 /// Outstanding requests and JSON-RPC response deduplication belong to the session, not to one
-/// stream: every stream made here shares one [`guard::Registry`], so a response that arrives on
+/// stream: every stream made here shares one [`Registry`], so a response that arrives on
 /// the `GET` stream after its POST stream was cut is recognised (the cut stream needs no resume,
 /// and a second copy anywhere is skipped when identical, refused when not). A new session (after a
 /// renegotiation) is a new `Session`.
 #[derive(Clone, Debug)]
 pub struct Session {
     config: StreamConfig,
-    registry: guard::Registry,
+    registry: Registry,
 }
 
 impl Default for Session {
@@ -1040,12 +1117,12 @@ impl Session {
     pub fn new(config: StreamConfig) -> Session {
         Session {
             config,
-            registry: guard::Registry::new(),
+            registry: Registry::new(),
         }
     }
 
     /// The registry the session's streams share.
-    pub fn registry(&self) -> &guard::Registry {
+    pub fn registry(&self) -> &Registry {
         &self.registry
     }
 
@@ -1076,72 +1153,6 @@ impl Session {
     /// The caller gave up on `request` (cancelled, timed out): no stream needs to resume for it.
     pub fn forget(&self, request: &RpcId) {
         self.registry.forget(request);
-    }
-}
-
-/// Parses a `Retry-After` header value: delta-seconds (`120`) or an HTTP-date
-/// (`Wed, 21 Oct 2015 07:28:00 GMT`, and the obsolete forms RFC 9110 accepts) relative to `now`.
-/// A date in the past is zero; anything else is `None`.
-pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        // Saturate: a huge delta is clamped by the stream's max_delay anyway.
-        let secs = text.parse::<u64>().unwrap_or(u64::MAX);
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(text).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-impl ReconnectResponse {
-    /// A response with this status, and with the `Retry-After` delay and `Content-Type` given
-    /// (already parsed; [`ReconnectResponse::from_raw`] parses header bytes).
-    pub fn new(
-        status: u16,
-        retry_after: Option<Duration>,
-        content_type: Option<String>,
-    ) -> ReconnectResponse {
-        ReconnectResponse {
-            status,
-            retry_after,
-            content_type,
-        }
-    }
-
-    /// A `200 text/event-stream` answer (what a replaying server sends).
-    pub fn event_stream() -> ReconnectResponse {
-        ReconnectResponse {
-            status: 200,
-            retry_after: None,
-            content_type: Some("text/event-stream".to_owned()),
-        }
-    }
-
-    /// From a status and the raw `Retry-After` and `Content-Type` header values, at wall-clock
-    /// time `now` (for an HTTP-date `Retry-After`).
-    pub fn from_raw(
-        status: u16,
-        retry_after: Option<&[u8]>,
-        content_type: Option<&[u8]>,
-        now: SystemTime,
-    ) -> ReconnectResponse {
-        ReconnectResponse {
-            status,
-            retry_after: retry_after.and_then(|v| parse_retry_after(v, now)),
-            content_type: content_type.map(|v| String::from_utf8_lossy(v).into_owned()),
-        }
-    }
-
-    /// From an `http` response head, at wall-clock time `now`.
-    #[cfg(feature = "http")]
-    pub fn from_parts(parts: &http::response::Parts, now: SystemTime) -> ReconnectResponse {
-        let header = |name| parts.headers.get(name).map(http::HeaderValue::as_bytes);
-        ReconnectResponse::from_raw(
-            parts.status.as_u16(),
-            header(http::header::RETRY_AFTER),
-            header(http::header::CONTENT_TYPE),
-            now,
-        )
     }
 }
 

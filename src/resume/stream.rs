@@ -35,7 +35,7 @@ use bytes::Bytes;
 use futures_core::Stream;
 
 use super::{EndCause, Failure, Output, Reconnect, ReconnectResponse, ResumableStream};
-use crate::guard::Delivery;
+use crate::resume::Delivery;
 
 type Connecting<B, E> = Pin<Box<dyn Future<Output = Result<(ReconnectResponse, B), E>> + Send>>;
 
@@ -45,7 +45,7 @@ type Connecting<B, E> = Pin<Box<dyn Future<Output = Result<(ReconnectResponse, B
 /// after the stream finishes or fails (the failure is the last item).
 ///
 /// An event the decoder drops over one of its limits while a response is outstanding ends the
-/// stream at once with that refusal ([`RefusalKind::DecodeLimit`](crate::guard::RefusalKind::DecodeLimit)): the
+/// stream at once with that refusal ([`RefusalKind::DecodeLimit`](crate::resume::RefusalKind::DecodeLimit)): the
 /// dropped event may have been the response, and waiting for it would wait forever (a server that
 /// sends an endless data line never ends the event). With nothing outstanding the stream goes on.
 ///
@@ -167,9 +167,10 @@ where
                     }
                     // The dropped event may have been an outstanding response: nothing will come
                     // in its place.
-                    Output::Dropped(refusal) if !refusal.outstanding.is_empty() => {
+                    Output::Dropped(dropped) if !dropped.outstanding.is_empty() => {
                         this.done = true;
                         this.body = None;
+                        let refusal = dropped.into_refusal();
                         return Poll::Ready(Some(Err(Failure::Refused(refusal))));
                     }
                     // Skips, cursor moves and dropped events carry nothing to deliver.

@@ -429,36 +429,3 @@ async fn rmcp_client_task_reads_are_read_again_on_the_guarded_stack() {
     .await
     .expect("bounded time");
 }
-
-/// `ssegate probe` against the task servers: the generation of tasks each offers, and a task's
-/// result read again after a cut read is the same.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probe_finds_each_task_servers_reads_repeatable() {
-    use ssegate::probe::{ProbeConfig, TaskReread, probe};
-    tokio::time::timeout(LIMIT, async {
-        for (sdk, flags, tasks) in [
-            (Sdk::RmcpTasks, &[][..], "io.modelcontextprotocol/tasks"),
-            (Sdk::Ts, &["--tasks"], "2025-11-25"),
-        ] {
-            let Some(server) = start(sdk, flags) else {
-                continue;
-            };
-            let mut config = ProbeConfig::default();
-            config
-                .tool("charge", json!({"size": 256 << 10}))
-                .replay_timeout(Duration::from_secs(2));
-            let report = probe(&server.url(), &config)
-                .await
-                .unwrap_or_else(|e| panic!("{}: probe: {e}", server.label()));
-            assert_eq!(report.server.tasks.as_str(), tasks, "{}", server.label());
-            assert_eq!(
-                report.server.task_reread,
-                Some(TaskReread::Repeatable),
-                "{}",
-                server.label()
-            );
-        }
-    })
-    .await
-    .expect("bounded time");
-}

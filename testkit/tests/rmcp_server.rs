@@ -26,8 +26,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use ssegate::client::{CallOptions, Client, ClientConfig, ClientError, Response, Retry};
-use ssegate::guard::RefusalKind;
 use ssegate::resume::Failure;
+use ssegate::resume::RefusalKind;
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 
 const LIMIT: Duration = Duration::from_secs(25);

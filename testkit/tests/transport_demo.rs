@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Response, Retry};
 use ssegate::gate::Verdict;
-use ssegate::guard::RefusalKind;
+use ssegate::resume::RefusalKind;
 use ssegate_testkit::demo::{ClientKind, DemoConfig, Harness, Region, TrialClass};
 use ssegate_testkit::server::{ServerConfig, ServerMode};
 
@@ -380,7 +380,7 @@ async fn the_guards_nesting_limit_judges_json_and_sse_answers() {
             sc.tools_list_sse(sse).retry_ms(5);
             for (limit, accepted) in [(5, false), (1024, true)] {
                 let mut config = ClientConfig::default();
-                let mut guard = ssegate::guard::GuardConfig::default();
+                let mut guard = ssegate::resume::GuardConfig::default();
                 guard.max_depth(limit);
                 config.guard(guard);
                 let list = list_tools_once(&sc, config).await;

@@ -1,5 +1,5 @@
 //! Replays captured SSE responses through a [`ResumableStream`], event by event: the offline
-//! driver behind `ssegate check`.
+//! driver behind `ssegate check`, and the capture format it reads.
 //!
 //! A capture is either what `curl -N` saves of one response body (one connection), or several
 //! connections of one stream (the response and its resumptions) in a length-framed format that no
@@ -17,7 +17,6 @@
 //!
 //! Every header field but `bytes` is optional: `status` defaults to 200 and `content-type` to
 //! `text/event-stream`; on the first connection they are ignored (it is the original response).
-//! [`write_capture`] writes the format.
 #![forbid(unsafe_code)]
 
 use std::fmt;
@@ -25,36 +24,33 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::guard::{Guard, ReconnectResponse};
-use crate::message::RpcId;
-use crate::resume::{self, Answer, EventInfo, Output, ResumableStream};
+use ssegate::message::RpcId;
+use ssegate::resume::{self, Answer, EventInfo, Output, ReconnectResponse, ResumableStream};
 
 /// The first line of a multi-connection capture.
-pub const HEADER: &[u8] = b"#ssegate-capture v2";
+pub(crate) const HEADER: &[u8] = b"#ssegate-capture v2";
 /// The word that starts each connection's header line.
-pub const CONNECTION: &[u8] = b"#connection";
+pub(crate) const CONNECTION: &[u8] = b"#connection";
 
 /// One connection of a capture.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Connection {
+pub(crate) struct Connection {
     /// The reconnect response that opened it; `None` for the first connection.
-    pub response: Option<ReconnectResponse>,
+    pub(crate) response: Option<ReconnectResponse>,
     /// The body bytes received.
-    pub body: Bytes,
+    pub(crate) body: Bytes,
 }
 
 impl Connection {
     /// A connection: the original response (`response` `None`) or a resumption.
-    pub fn new(response: Option<ReconnectResponse>, body: Bytes) -> Connection {
+    pub(crate) fn new(response: Option<ReconnectResponse>, body: Bytes) -> Connection {
         Connection { response, body }
     }
 }
 
 /// Why a capture could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CaptureError {
+pub(crate) enum CaptureError {
     /// A connection header line is not `#connection bytes=N ...`.
     BadHeader {
         /// Byte offset of the line in the capture.
@@ -94,7 +90,7 @@ impl std::error::Error for CaptureError {}
 
 /// Splits a capture into its connections (zero-copy slices of `capture`). A capture that does not
 /// start with [`HEADER`] is one connection, whatever it contains.
-pub fn split_capture(capture: &Bytes) -> Result<Vec<Connection>, CaptureError> {
+pub(crate) fn split_capture(capture: &Bytes) -> Result<Vec<Connection>, CaptureError> {
     let Some(rest) = capture.strip_prefix(HEADER) else {
         return Ok(vec![Connection::new(None, capture.clone())]);
     };
@@ -150,33 +146,9 @@ fn parse_header(fields: &[u8]) -> Option<(usize, ReconnectResponse)> {
     Some((bytes?, response))
 }
 
-/// Writes connections in the capture format [`split_capture`] reads.
-pub fn write_capture(connections: &[Connection]) -> Vec<u8> {
-    let mut out = HEADER.to_vec();
-    out.push(b'\n');
-    for c in connections {
-        out.extend_from_slice(CONNECTION);
-        out.extend_from_slice(format!(" bytes={}", c.body.len()).as_bytes());
-        if let Some(r) = &c.response {
-            out.extend_from_slice(format!(" status={}", r.status).as_bytes());
-            if let Some(ct) = &r.content_type {
-                out.extend_from_slice(format!(" content-type={ct}").as_bytes());
-            }
-            if let Some(d) = r.retry_after {
-                out.extend_from_slice(format!(" retry-after={}", d.as_secs()).as_bytes());
-            }
-        }
-        out.push(b'\n');
-        out.extend_from_slice(&c.body);
-        out.push(b'\n');
-    }
-    out
-}
-
 /// What happened at one step of a check.
 #[derive(Debug)]
-#[non_exhaustive]
-pub enum Step<'a> {
+pub(crate) enum Step<'a> {
     /// The stream's output, with the event it decided on (when the output is about an event).
     Output {
         /// The output.
@@ -195,28 +167,27 @@ pub enum Step<'a> {
 
 /// Totals of a check.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Connections in the capture.
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// Events dispatched by the decoder.
-    pub events: u64,
+    pub(crate) events: u64,
     /// Messages delivered.
-    pub messages: u64,
+    pub(crate) messages: u64,
     /// Bytes of delivered messages.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Events skipped (exact replays, duplicate responses, keep-alives).
-    pub skipped: u64,
+    pub(crate) skipped: u64,
     /// Refusals (0 or 1: the stream stops at the first).
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// Expected responses that never arrived.
-    pub unanswered: Vec<RpcId>,
+    pub(crate) unanswered: Vec<RpcId>,
 }
 
 /// Feeds every connection of a capture through a [`ResumableStream`] built from `config`, with
 /// `expect` as the requests whose responses the stream must deliver, calling `on_step` for each
 /// step. Time is synthetic: each scheduled delay passes at once.
-pub fn check(
+pub(crate) fn check(
     connections: &[Connection],
     config: &resume::StreamConfig,
     expect: &[RpcId],
@@ -227,20 +198,6 @@ pub fn check(
         stream.expect_response(id.clone());
     }
     run(connections, &mut stream, on_step)
-}
-
-/// Like [`check`], around a guard the caller built and inspects afterwards (its expected
-/// responses, settings and state are used as they are; `config`'s guard settings are not).
-pub fn check_guard(
-    connections: &[Connection],
-    config: &resume::StreamConfig,
-    guard: &mut Guard,
-    on_step: impl FnMut(Step<'_>),
-) -> Summary {
-    let mut stream = config.build_with_guard(std::mem::take(guard));
-    let summary = run(connections, &mut stream, on_step);
-    *guard = stream.into_guard();
-    summary
 }
 
 fn run(
@@ -307,7 +264,7 @@ fn run(
             }
         }
     }
-    summary.events = stream.guard().stats().events;
-    summary.unanswered = stream.guard().outstanding().to_vec();
+    summary.events = stream.stats().events;
+    summary.unanswered = stream.outstanding();
     summary
 }

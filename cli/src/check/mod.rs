@@ -4,9 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use ssegate::check::{Step, check, split_capture};
-use ssegate::guard::Policy;
+pub(crate) mod capture;
+
+use capture::{Step, check, split_capture};
 use ssegate::message::RpcId;
+use ssegate::resume::Policy;
 use ssegate::resume::{self, Answer, EventInfo, Output};
 
 use crate::input::read_input;
@@ -135,7 +137,6 @@ fn line(step: &Step<'_>) -> Option<String> {
                 Answer::Drop => format!("{head} -> drop the body"),
             });
         }
-        _ => return None,
     };
     let decision = match output {
         Output::Deliver(d) => match &d.rpc.id {

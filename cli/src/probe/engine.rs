@@ -32,23 +32,22 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::{self, HeaderValue};
 use serde_json::{Value, json};
+use ssegate::client::{
+    CallOptions, Client, ClientConfig, ClientError, MODERN_VERSIONS, PROTOCOL_2026_07_28,
+    PROTOCOL_VERSION, Protocol, Retry, TASKS_EXTENSION, TaskErrorKind, TaskGeneration, TaskMode,
+};
+use ssegate::message::{RpcId, RpcKind};
+use ssegate::resume::{
+    Answer, EndCause, Failure, NumberedId, Output, ReconnectResponse, Refusal, RefusalKind,
+    Restart, ResumableStream, Skip, StreamConfig,
+};
+use ssegate::sse::DecodeError;
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::client::{
-    CallOptions, Client, ClientConfig, ClientError, MODERN_VERSIONS, PROTOCOL_2026_07_28,
-    PROTOCOL_VERSION, Protocol, Retry, TaskErrorKind, TaskGeneration, TaskMode,
-};
-use crate::guard::{
-    ConnectionEnd, Decision, Guard, ReconnectResponse, Refusal, RefusalKind, Restart, Skip,
-};
-use crate::message::{RpcId, RpcKind};
-use crate::sse::{self, DecodeError, Decoder, Event};
-
 /// What the server did after a cut, one per round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Behaviour {
+pub(crate) enum Behaviour {
     /// Continued strictly after the `Last-Event-ID`.
     Continues,
     /// Replayed the interrupted event whole under its id, then went on.
@@ -89,7 +88,7 @@ pub enum Behaviour {
 
 impl Behaviour {
     /// The name `--json` prints.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Behaviour::Continues => "continues",
             Behaviour::ReplaysEvent => "replays-event",
@@ -111,7 +110,7 @@ impl Behaviour {
 
     /// Whether a client can resume in place against this behaviour: the guard accepted the resumed
     /// stream and the response arrived.
-    pub fn is_resumable(self) -> bool {
+    pub(crate) fn is_resumable(self) -> bool {
         matches!(
             self,
             Behaviour::Continues | Behaviour::ReplaysEvent | Behaviour::ResendsCursor
@@ -127,8 +126,7 @@ impl fmt::Display for Behaviour {
 
 /// Where a round cut its connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CutAt {
+pub(crate) enum CutAt {
     /// In the middle of the largest event with data.
     MidEvent,
     /// At the event boundary before it.
@@ -137,7 +135,7 @@ pub enum CutAt {
 
 impl CutAt {
     /// The name `--json` prints.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CutAt::MidEvent => "mid-event",
             CutAt::Boundary => "boundary",
@@ -147,8 +145,7 @@ impl CutAt {
 
 /// A limit that ended a read before the response.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Limit {
+pub(crate) enum Limit {
     /// [`ProbeConfig::max_bytes`]: bytes read on one connection.
     Bytes(u64),
     /// [`ProbeConfig::max_events`]: events read on one connection.
@@ -179,28 +176,27 @@ impl fmt::Display for Limit {
                 f,
                 "an id, event or retry value exceeds the decoder limit of {limit} bytes (its event dropped)"
             ),
+            Limit::Decoder(e) => write!(f, "the decoder dropped an event: {e}"),
         }
     }
 }
 
 /// One round: a cut, a resume, a classification.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Round {
+pub(crate) struct Round {
     /// Where the connection was cut.
-    pub cut: CutAt,
+    pub(crate) cut: CutAt,
     /// What the server did.
-    pub behaviour: Behaviour,
+    pub(crate) behaviour: Behaviour,
     /// What showed it, in words (the guard's refusal, when it refused).
-    pub evidence: String,
+    pub(crate) evidence: String,
     /// The limit that stopped a read of this round before the response, if one did.
-    pub limit: Option<Limit>,
+    pub(crate) limit: Option<Limit>,
 }
 
 /// How the server numbers its event ids, as observed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum IdScheme {
+pub(crate) enum IdScheme {
     /// Numbers that start again on each stream (`0, 1, 2` or rmcp's `N/<stream>`).
     PerStreamNumbers,
     /// Numbers from one counter shared by the session's streams.
@@ -213,7 +209,7 @@ pub enum IdScheme {
 
 impl IdScheme {
     /// The name `--json` prints.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             IdScheme::PerStreamNumbers => "per-stream numbers",
             IdScheme::SessionNumbers => "session-wide numbers",
@@ -225,8 +221,7 @@ impl IdScheme {
 
 /// Which generation of tasks a server offers for `tools/call`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Tasks {
+pub(crate) enum Tasks {
     /// None.
     None,
     /// The experimental tasks of 2025-11-25 (`capabilities.tasks.requests.tools.call`).
@@ -237,7 +232,7 @@ pub enum Tasks {
 
 impl Tasks {
     /// The name in the JSON report: `none`, `2025-11-25` or `io.modelcontextprotocol/tasks`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Tasks::None => "none",
             Tasks::Experimental => "2025-11-25",
@@ -246,7 +241,7 @@ impl Tasks {
     }
 
     /// The tasks a server's capabilities offer (`stateless`: from `server/discover`).
-    pub fn from_capabilities(capabilities: &Value, stateless: bool) -> Tasks {
+    pub(crate) fn from_capabilities(capabilities: &Value, stateless: bool) -> Tasks {
         if stateless {
             if capabilities["extensions"].get(TASKS_EXTENSION).is_some() {
                 return Tasks::Extension;
@@ -265,12 +260,9 @@ impl Tasks {
 /// speak 2026-07-28.
 const MODERN_CHECK: Duration = Duration::from_secs(10);
 
-pub use crate::client::TASKS_EXTENSION;
-
 /// Whether a task's result can be read again after a read of it was cut (a server offering tasks).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TaskReread {
+pub(crate) enum TaskReread {
     /// A read cut half-way, then a whole read: the same result, byte for byte.
     Repeatable,
     /// The read after the cut did not give the result back: why.
@@ -282,7 +274,7 @@ pub enum TaskReread {
 
 impl TaskReread {
     /// The name in the JSON report: `repeatable`, `not-repeatable` or `no-task`.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             TaskReread::Repeatable => "repeatable",
             TaskReread::NotRepeatable(_) => "not-repeatable",
@@ -293,79 +285,76 @@ impl TaskReread {
 
 /// What the probe learnt about the server itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ServerInfo {
+pub(crate) struct ServerInfo {
     /// Every protocol version the server accepted, newest first: 2026-07-28 when it answered
     /// `server/discover`, and the version it chose in `initialize`.
-    pub protocol_versions: Vec<String>,
+    pub(crate) protocol_versions: Vec<String>,
     /// The tasks it offers for `tools/call` (the newest generation, when both).
-    pub tasks: Tasks,
+    pub(crate) tasks: Tasks,
     /// When it offers tasks: whether a task's result reads again after a cut read (the tool is
     /// called once more, as a task).
-    pub task_reread: Option<TaskReread>,
+    pub(crate) task_reread: Option<TaskReread>,
     /// The protocol version the resumption rounds ran on (the `initialize` one; `None` for a
     /// server that speaks 2026-07-28 only, which has no resumption to probe).
-    pub protocol_version: Option<String>,
+    pub(crate) protocol_version: Option<String>,
     /// Whether it gave an `Mcp-Session-Id`.
-    pub session: bool,
+    pub(crate) session: bool,
     /// Whether its streams open with a priming event (an id, empty data).
-    pub priming: bool,
+    pub(crate) priming: bool,
     /// The `retry:` it sends, in ms.
-    pub retry_ms: Option<u64>,
+    pub(crate) retry_ms: Option<u64>,
     /// How it numbers ids.
-    pub id_scheme: IdScheme,
+    pub(crate) id_scheme: IdScheme,
     /// The tool the probe called.
-    pub tool: String,
+    pub(crate) tool: String,
 }
 
 /// The cut rounds on one protocol version.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct VersionRounds {
+pub(crate) struct VersionRounds {
     /// The version (`2026-07-28`, ...).
-    pub version: String,
+    pub(crate) version: String,
     /// Whether it is stateless (2026-07-28: no session, no resumption in the specification).
-    pub stateless: bool,
+    pub(crate) stateless: bool,
     /// Whether its streams open with a priming event (an id, empty data).
-    pub priming: bool,
+    pub(crate) priming: bool,
     /// The `retry:` it sends, in ms.
-    pub retry_ms: Option<u64>,
+    pub(crate) retry_ms: Option<u64>,
     /// How it numbers ids.
-    pub id_scheme: IdScheme,
+    pub(crate) id_scheme: IdScheme,
     /// One round per cut.
-    pub rounds: Vec<Round>,
+    pub(crate) rounds: Vec<Round>,
 }
 
 impl VersionRounds {
     /// Whether every round was resumable.
-    pub fn resumable(&self) -> bool {
+    pub(crate) fn resumable(&self) -> bool {
         !self.rounds.is_empty() && self.rounds.iter().all(|r| r.behaviour.is_resumable())
     }
 }
 
 /// The probe's findings.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Report {
+pub(crate) struct Report {
     /// The server.
-    pub server: ServerInfo,
+    pub(crate) server: ServerInfo,
     /// One round per cut, on the 2025 revision of [`ServerInfo::protocol_version`] (the one
     /// with resumption): what [`Report::resumable`] judges.
-    pub rounds: Vec<Round>,
+    pub(crate) rounds: Vec<Round>,
     /// The rounds on 2026-07-28, when the server speaks it: a stream with no event ids, as the
     /// specification says, is [`Behaviour::NoIds`]; a server that ids and replays them anyway is
     /// judged as on the 2025 revisions.
-    pub stateless: Option<VersionRounds>,
+    pub(crate) stateless: Option<VersionRounds>,
 }
 
 impl Report {
     /// Whether every round was resumable.
-    pub fn resumable(&self) -> bool {
+    pub(crate) fn resumable(&self) -> bool {
         !self.rounds.is_empty() && self.rounds.iter().all(|r| r.behaviour.is_resumable())
     }
 
     /// What a client must do with this server, in words.
-    pub fn advice(&self) -> String {
+    pub(crate) fn advice(&self) -> String {
         let stateless = self.stateless.as_ref().map(|v| {
             if v.resumable() {
                 "on 2026-07-28 it ids and replays its streams, which the specification does not \
@@ -432,7 +421,7 @@ impl Report {
     }
 
     /// The report as the `--json` object.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "server": {
                 "protocolVersions": self.server.protocol_versions,
@@ -442,11 +431,11 @@ impl Report {
                     Some(TaskReread::NotRepeatable(why)) => Some(why.as_str()),
                     _ => None,
                 },
-                "protocol_version": self.server.protocol_version,
+                "protocolVersion": self.server.protocol_version,
                 "session": self.server.session,
                 "priming": self.server.priming,
-                "retry_ms": self.server.retry_ms,
-                "id_scheme": self.server.id_scheme.as_str(),
+                "retryMs": self.server.retry_ms,
+                "idScheme": self.server.id_scheme.as_str(),
                 "tool": self.server.tool,
             },
             "rounds": self.rounds.iter().map(round_json).collect::<Vec<_>>(),
@@ -454,8 +443,8 @@ impl Report {
                 "version": v.version,
                 "stateless": v.stateless,
                 "priming": v.priming,
-                "retry_ms": v.retry_ms,
-                "id_scheme": v.id_scheme.as_str(),
+                "retryMs": v.retry_ms,
+                "idScheme": v.id_scheme.as_str(),
                 "rounds": v.rounds.iter().map(round_json).collect::<Vec<_>>(),
                 "verdict": if v.resumable() { "resumable" } else { "not-resumable" },
             })).collect::<Vec<_>>(),
@@ -466,7 +455,7 @@ impl Report {
 
     /// The rounds per protocol version, newest first: 2026-07-28 when the server speaks it, then
     /// the 2025 revision of the resumption rounds.
-    pub fn by_version(&self) -> impl Iterator<Item = VersionRounds> + '_ {
+    pub(crate) fn by_version(&self) -> impl Iterator<Item = VersionRounds> + '_ {
         let legacy = self
             .server
             .protocol_version
@@ -494,8 +483,7 @@ fn round_json(r: &Round) -> Value {
 
 /// Why the probe could not run.
 #[derive(Debug)]
-#[non_exhaustive]
-pub enum ProbeError {
+pub(crate) enum ProbeError {
     /// The client failed (connect, TLS, initialize, tools/list, a status).
     Client(ClientError),
     /// No tool to call: none named, and none takes no required arguments.
@@ -595,111 +583,75 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-/// The probe's settings. Setters take `&mut self` and chain.
+/// The probe's settings. Setters take `&mut self` and chain. The engine's settings (the
+/// decoder's limits, the replay timeout, the guard's) are the client's:
+/// [`ClientConfig::stream_mut`].
 #[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct ProbeConfig {
+pub(crate) struct ProbeConfig {
     client: ClientConfig,
     tool: Option<String>,
     args: Value,
-    replay_timeout: Duration,
     timeout: Duration,
     max_bytes: u64,
     max_events: u64,
-    decoder: sse::DecoderConfig,
 }
 
 impl Default for ProbeConfig {
-    /// The client's defaults, the first tool without required arguments, `{}`, a 5 s replay
-    /// timeout, 120 s for the whole probe, at most 256 MiB and 100 000 events per connection, the
-    /// decoder's default limits (64 MiB per event and per line).
+    /// The client's defaults, the first tool without required arguments, `{}`, 120 s for the
+    /// whole probe, at most 256 MiB and 100 000 events per connection.
     fn default() -> Self {
         ProbeConfig {
             client: ClientConfig::default(),
             tool: None,
             args: json!({}),
-            replay_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(120),
             max_bytes: 256 << 20,
             max_events: 100_000,
-            decoder: sse::DecoderConfig::default(),
         }
     }
 }
 
 impl ProbeConfig {
-    /// The client settings (headers, bearer token, roots).
-    pub fn client(&mut self, client: ClientConfig) -> &mut Self {
+    /// The client settings (headers, bearer token, roots, and the stream's: the replay timeout
+    /// a resumed connection may bring no message for before it counts as held open, the
+    /// decoder's limits).
+    pub(crate) fn client(&mut self, client: ClientConfig) -> &mut Self {
         self.client = client;
         self
     }
 
     /// The tool to call.
-    pub fn tool(&mut self, name: impl Into<String>, args: Value) -> &mut Self {
+    pub(crate) fn tool(&mut self, name: impl Into<String>, args: Value) -> &mut Self {
         self.tool = Some(name.into());
         self.args = args;
         self
     }
 
-    /// How long a resumed connection may bring no message (an event with data) before it counts
-    /// as held open; priming events, comments and stray bytes do not extend it.
-    pub fn replay_timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.replay_timeout = timeout;
-        self
-    }
-
     /// The deadline of the whole probe, from connecting to the last round (default 120 s); past
     /// it the probe fails with [`ProbeError::Timeout`], however slowly the server trickles.
-    pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
+    pub(crate) fn timeout(&mut self, timeout: Duration) -> &mut Self {
         self.timeout = timeout;
         self
     }
 
     /// Most body bytes read on one connection (default 256 MiB, room for a tool result of tens of
     /// MiB); a read that reaches it stops and says so.
-    pub fn max_bytes(&mut self, bytes: u64) -> &mut Self {
+    pub(crate) fn max_bytes(&mut self, bytes: u64) -> &mut Self {
         self.max_bytes = bytes.max(1);
         self
     }
 
     /// Most events read on one connection (default 100 000); a read that reaches it stops and says
     /// so.
-    pub fn max_events(&mut self, events: u64) -> &mut Self {
+    pub(crate) fn max_events(&mut self, events: u64) -> &mut Self {
         self.max_events = events.max(1);
         self
     }
-
-    /// The decoder's limits (default [`sse::DecoderConfig::default`]: 64 MiB per event and per line). An
-    /// event over them is dropped by the decoder, never held whole, and reported.
-    pub fn decoder(&mut self, config: sse::DecoderConfig) -> &mut Self {
-        self.decoder = config;
-        self
-    }
-}
-
-/// The numbered shapes the probe recognises in ids: `N`, `N/<stream>` (rmcp) or `<stream>-N`:
-/// the stream part and the number.
-fn numbered(id: &[u8]) -> Option<(&[u8], u64)> {
-    let digits = |d: &[u8]| -> Option<u64> {
-        if d.is_empty() || d.len() > 19 || !d.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(d).ok()?.parse().ok()
-    };
-    if let Some(n) = digits(id) {
-        return Some((b"", n));
-    }
-    if let Some(slash) = id.iter().position(|&b| b == b'/') {
-        return Some((&id[slash + 1..], digits(&id[..slash])?));
-    }
-    let dash = id.iter().rposition(|&b| b == b'-')?;
-    Some((&id[..dash], digits(&id[dash + 1..])?))
 }
 
 /// The ids of one connection, as far as the id scheme needs them: whether they all share one
-/// stream part and strictly increase (a uuid whose last group happens to be digits does not: its
-/// other groups change), and the first and last number. One copy of the stream part, whatever the
-/// number of ids.
+/// stream part and strictly increase, read with the guard's own parser ([`NumberedId`]: a uuid
+/// whose last group happens to be digits is opaque), and the first and last of them.
 #[derive(Clone, Debug, Default)]
 struct IdTrack {
     count: u64,
@@ -707,11 +659,10 @@ struct IdTrack {
     broken: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Numbers {
-    part: Box<[u8]>,
-    first: u64,
-    last: u64,
+    first: NumberedId,
+    last: NumberedId,
 }
 
 impl IdTrack {
@@ -720,19 +671,13 @@ impl IdTrack {
         if self.broken {
             return;
         }
-        let Some((part, n)) = numbered(id) else {
+        let Some(n) = NumberedId::parse(id) else {
             self.broken = true;
             return;
         };
         match &mut self.numbers {
-            None => {
-                self.numbers = Some(Numbers {
-                    part: part.into(),
-                    first: n,
-                    last: n,
-                });
-            }
-            Some(s) if *s.part == *part && n > s.last => s.last = n,
+            None => self.numbers = Some(Numbers { first: n, last: n }),
+            Some(s) if s.last.same_stream(&n) && n.number() > s.last.number() => s.last = n,
             Some(_) => self.broken = true,
         }
     }
@@ -749,7 +694,11 @@ fn id_scheme(first: &IdTrack, second: &IdTrack) -> IdScheme {
     match (first.numbers(), second.numbers()) {
         // A second stream under the same stream part that starts above the first one's last id
         // shares its counter.
-        (Some(a), Some(b)) if a.part == b.part && b.first > a.last => IdScheme::SessionNumbers,
+        (Some(a), Some(b))
+            if a.last.same_stream(&b.first) && b.first.number() > a.last.number() =>
+        {
+            IdScheme::SessionNumbers
+        }
         (Some(_), Some(_)) => IdScheme::PerStreamNumbers,
         (Some(_), None) if second.count == 0 => IdScheme::PerStreamNumbers,
         _ => IdScheme::Opaque,
@@ -832,12 +781,14 @@ enum End {
     Decided,
 }
 
-/// One stream under a real [`Guard`]: the decoder, the guard expecting the call's response, and
-/// what the probe keeps of each connection. The sans-IO core of the probe and of [`classify`].
+/// One call's stream in the engine every client of ssegate runs: a [`ResumableStream`] (decoder,
+/// gate and guard) expecting the call's response, and what the probe keeps of each connection.
+/// The probe does the IO and keeps its own clock: it cuts where it wants, resumes at once, and
+/// waits for a message as long as the stream's replay timeout. The sans-IO core of the probe and
+/// of [`classify`].
 #[derive(Debug)]
 struct Watch {
-    decoder: Decoder,
-    guard: Guard,
+    stream: ResumableStream,
     request: RpcId,
     phase: Phase,
     conn: Tally,
@@ -846,15 +797,24 @@ struct Watch {
     resumed: Resumed,
     /// Said first in the round's evidence (the call's stream ended before the cut point).
     note: Option<String>,
+    /// The instant the driver last told the stream about (bytes, a cut, a reconnect): the probe
+    /// hands the stream the time of its last message, so the stream's replay timeout runs from
+    /// there, as the probe's does.
+    now: std::time::Instant,
 }
 
 impl Watch {
-    fn new(request: RpcId, decoder: &sse::DecoderConfig) -> Watch {
-        let mut guard = Guard::new();
-        guard.expect_response(request.clone());
+    fn new(request: RpcId, config: &StreamConfig) -> Watch {
+        let mut config = config.clone();
+        // The probe judges one reconnect answer: a busy server is reported, not retried.
+        config.max_reconnect_attempts(1);
+        let mut stream = config.build();
+        stream.expect_response(request.clone());
+        // The probe resumes even when the response arrived before its cut.
+        stream.keep_open(true);
+        stream.observe_events(true);
         Watch {
-            decoder: decoder.build(),
-            guard,
+            stream,
             request,
             phase: Phase::Before,
             conn: Tally::default(),
@@ -862,6 +822,7 @@ impl Watch {
             answered: false,
             resumed: Resumed::default(),
             note: None,
+            now: std::time::Instant::now(),
         }
     }
 
@@ -875,92 +836,146 @@ impl Watch {
         self.refusal.get_or_insert((self.phase, e));
     }
 
-    /// A body chunk: decodes it and hands every event to the guard, at most `max_events` per
-    /// connection, until the guard refuses.
-    fn feed(&mut self, chunk: Bytes, max_events: u64) {
-        self.conn.bytes += chunk.len() as u64;
-        self.decoder.feed(chunk);
-        while self.conn.events < max_events && self.refusal.is_none() {
-            let Some(next) = self.decoder.next_event() else {
-                break;
-            };
-            self.conn.events += 1;
-            match next {
-                Ok(event) => self.on_event(event),
-                Err(error) => {
-                    let refusal = self.guard.on_decode_error(&error);
-                    if self.guard.failure().is_some() {
-                        self.refuse(refusal);
-                    }
-                    self.conn.dropped.get_or_insert(error);
-                }
-            }
+    fn fail(&mut self, failure: Failure) {
+        match failure.refusal() {
+            Some(e) => self.refuse(e.clone()),
+            // The stream's own limits (resumes, reconnect attempts) are not the server's doing;
+            // the probe resumes once per round, so they do not come up.
+            None => debug!(%failure, "the stream stopped"),
         }
     }
 
-    fn on_event(&mut self, event: Event) {
-        let len = event.data.len();
-        let own_id = event.has_own_id;
-        let conn = &mut self.conn;
-        if own_id {
-            conn.ids.push(&event.last_event_id);
+    /// A body chunk: fed to the stream, whose outputs are taken at most `max_events` events per
+    /// connection, until the guard refuses.
+    fn feed(&mut self, chunk: Bytes, max_events: u64) {
+        self.conn.bytes += chunk.len() as u64;
+        self.stream.feed(chunk, self.now);
+        self.drain(max_events);
+    }
+
+    /// Takes the stream's outputs about events; a connection end's outputs are taken by the
+    /// caller that reported it.
+    fn drain(&mut self, max_events: u64) {
+        while self.conn.events < max_events && self.refusal.is_none() {
+            let Some(output) = self.stream.poll() else {
+                break;
+            };
+            self.on_output(output);
         }
-        let priming = own_id && len == 0;
-        conn.first_priming.get_or_insert(priming);
-        conn.primings += u64::from(priming);
-        conn.messages += u64::from(len > 0);
-        let (start, end) = (conn.last_end, self.decoder.offset());
-        conn.last_end = end;
-        if len > 0 && conn.largest.is_none_or(|(l, _, _)| len > l) {
-            conn.largest = Some((len, start, end));
-        }
+    }
+
+    fn on_output(&mut self, output: Output) {
         let after = self.phase == Phase::After;
         let fresh = after && self.resumed.first_new.is_none();
-        match self.guard.on_event(event) {
-            Ok(Decision::Deliver(d)) => {
+        match output {
+            Output::Deliver(d) => {
+                self.tally();
                 if fresh {
-                    self.resumed.first_new =
-                        Some(d.event_id.as_deref().map(Bytes::copy_from_slice));
+                    self.resumed.first_new = Some(d.event_id.clone());
                 }
                 if d.rpc.kind == RpcKind::Response && d.rpc.id.as_ref() == Some(&self.request) {
                     self.answered = true;
                 }
             }
-            Ok(Decision::Skip(Skip::ExactReplay { id })) if fresh && len > 0 => {
-                self.resumed.resent += 1;
-                self.resumed
-                    .first_resent
-                    .get_or_insert_with(|| Some(Bytes::copy_from_slice(&id)));
+            Output::Skip(skip) => {
+                let had_data = self.tally();
+                match skip {
+                    Skip::ExactReplay { id } if fresh && had_data => {
+                        self.resumed.resent += 1;
+                        self.resumed.first_resent.get_or_insert(Some(id));
+                    }
+                    Skip::DuplicateResponse { .. } if fresh => {
+                        self.resumed.resent += 1;
+                        self.resumed.first_resent.get_or_insert(None);
+                    }
+                    _ => {}
+                }
             }
-            Ok(Decision::Skip(Skip::DuplicateResponse { .. })) if fresh => {
-                self.resumed.resent += 1;
-                self.resumed.first_resent.get_or_insert(None);
+            Output::Cursor(_) => {
+                self.tally();
             }
-            Ok(_) => {}
-            Err(e) => self.refuse(e),
+            Output::Dropped(dropped) => {
+                self.conn.events += 1;
+                self.conn.dropped.get_or_insert(dropped.error);
+            }
+            Output::Failed(failure) => {
+                // A refusal about an event counts it; one at a connection end does not.
+                if self.stream.last_event().is_some() {
+                    self.tally();
+                }
+                self.fail(failure);
+            }
+            _ => {}
         }
     }
 
-    /// The probe dropped the call's connection: the guard decides whether and from where to
+    /// Counts the event the stream just decided on; returns whether it had data.
+    fn tally(&mut self) -> bool {
+        let Some(event) = self.stream.last_event() else {
+            return false;
+        };
+        let conn = &mut self.conn;
+        conn.events += 1;
+        let len = event.bytes;
+        if let Some(id) = &event.id {
+            conn.ids.push(id);
+        }
+        let priming = event.id.is_some() && len == 0;
+        conn.first_priming.get_or_insert(priming);
+        conn.primings += u64::from(priming);
+        conn.messages += u64::from(len > 0);
+        let (start, end) = (conn.last_end, event.end);
+        conn.last_end = end;
+        if len > 0 && conn.largest.is_none_or(|(l, _, _)| len > l) {
+            conn.largest = Some((len, start, end));
+        }
+        len > 0
+    }
+
+    /// The connection ended (`cause`) as the probe stopped reading it: the stream decides
+    /// whether and from where to resume. Returns the `Last-Event-ID` of the reconnect the stream
+    /// asks for, if it asks for one.
+    fn end_connection(&mut self, cause: EndCause) -> Option<Option<Bytes>> {
+        self.stream.connection_ended(cause, self.now);
+        loop {
+            match self.stream.poll() {
+                Some(Output::Disconnected(resume)) => {
+                    if self.phase == Phase::Before {
+                        self.resumed.interrupted = resume
+                            .discarded
+                            .filter(|p| p.data_len > 0)
+                            .and_then(|p| p.id);
+                        self.resumed.cursor = resume.last_event_id;
+                    }
+                }
+                Some(Output::Reconnect(r)) => return Some(r.last_event_id),
+                Some(Output::Finished) => return None,
+                Some(output) => {
+                    let failed = matches!(output, Output::Failed(_));
+                    self.on_output(output);
+                    if failed {
+                        return None;
+                    }
+                }
+                None => {
+                    // The stream waits before it reconnects; the probe does not.
+                    let at = self.stream.poll_timeout()?;
+                    self.now = self.now.max(at);
+                    self.stream.handle_timeout(self.now);
+                }
+            }
+        }
+    }
+
+    /// The probe dropped the call's connection: the stream decides whether and from where to
     /// resume. Returns the `Last-Event-ID` to send, if there is one.
     fn cut(&mut self) -> Option<Bytes> {
-        let end = ConnectionEnd::from_decoder(&mut self.decoder);
-        let resume = match self.guard.on_disconnect(end) {
-            Ok(resume) => resume,
-            Err(e) => {
-                self.refuse(e);
-                return None;
-            }
-        };
-        self.resumed.interrupted = resume
-            .discarded
-            .filter(|p| p.data_len > 0)
-            .and_then(|p| p.id)
-            .map(|id| Bytes::copy_from_slice(&id));
-        self.resumed.cursor = resume.last_event_id.as_deref().map(Bytes::copy_from_slice);
-        self.phase = Phase::After;
-        self.conn = Tally::default();
-        self.resumed.cursor.clone()
+        let cursor = self.end_connection(EndCause::Error).flatten();
+        if self.refusal.is_none() {
+            self.phase = Phase::After;
+            self.conn = Tally::default();
+        }
+        cursor
     }
 
     /// The resume's response head. Returns whether to read its body.
@@ -968,28 +983,41 @@ impl Watch {
         if self.refusal.is_some() {
             return false;
         }
-        match self.guard.on_reconnect(response) {
-            Ok(()) => true,
-            Err(e) => {
-                self.refuse(e);
+        match self.stream.reconnect_response(response, self.now) {
+            Answer::Read => true,
+            Answer::Drop => {
+                self.drain(u64::MAX);
                 false
             }
         }
     }
 
+    /// A message arrived at `at` (the probe's clock): the stream's replay timeout runs from there.
+    fn message_at(&mut self, at: std::time::Instant) {
+        self.now = self.now.max(at);
+    }
+
+    /// The server's `retry:` field, in ms: the stream reads it at the connection's end.
+    fn retry_ms(&mut self) -> Option<u64> {
+        if self.stream.is_open() {
+            let _ = self.end_connection(EndCause::Eof);
+        }
+        self.stream.server_retry().map(|d| d.as_millis() as u64)
+    }
+
     /// The round's verdict once its last read ended.
     fn finish(mut self, cut: CutAt, end: End) -> Round {
         if self.refusal.is_none() && !self.answered {
-            let judged = match &end {
-                End::Eof => self
-                    .guard
-                    .on_disconnect(ConnectionEnd::from_decoder(&mut self.decoder))
-                    .err(),
-                End::Silent(waited) => self.guard.on_replay_timeout(*waited).err(),
-                _ => None,
-            };
-            if let Some(e) = judged {
-                self.refuse(e);
+            match &end {
+                End::Eof => {
+                    let _ = self.end_connection(EndCause::Eof);
+                }
+                End::Silent(waited) => {
+                    let at = self.now + *waited;
+                    self.stream.handle_timeout(at);
+                    self.drain(u64::MAX);
+                }
+                _ => {}
             }
         }
         let conn = &self.conn;
@@ -1160,28 +1188,15 @@ fn refused(kind: &RefusalKind) -> Behaviour {
 /// decisions on the resumed connection say how the server went on: events re-sent unchanged first
 /// ([`Behaviour::ResendsCursor`]), the interrupted event whole ([`Behaviour::ReplaysEvent`]), or
 /// new events ([`Behaviour::Continues`]).
-///
-/// ```
-/// use ssegate::guard::ReconnectResponse;
-/// use ssegate::message::RpcId;
-/// use ssegate::probe::{Behaviour, CutAt, classify};
-///
-/// let before = b"id: 0/A\ndata:\n\nid: 1/A\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n";
-/// // The resume answers with another stream's events, and its result to the same request id.
-/// let after = b"id: 5/B\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":2}}\n\n\
-///               id: 6/B\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"other\":true}}\n\n";
-/// let round = classify(CutAt::Boundary, before, &ReconnectResponse::event_stream(), after, RpcId::Number(7));
-/// assert_eq!(round.behaviour, Behaviour::OtherStream);
-/// assert!(!round.behaviour.is_resumable());
-/// ```
-pub fn classify(
+#[cfg(test)]
+pub(crate) fn classify(
     cut: CutAt,
     before: &[u8],
     response: &ReconnectResponse,
     after: &[u8],
     request: RpcId,
 ) -> Round {
-    let mut watch = Watch::new(request, &sse::DecoderConfig::default());
+    let mut watch = Watch::new(request, &StreamConfig::default());
     watch.feed(Bytes::copy_from_slice(before), u64::MAX);
     let _ = watch.cut();
     if watch.reconnect(response) {
@@ -1262,12 +1277,13 @@ where
         watch.feed(chunk, limits.max_events);
         if watch.conn.messages > messages {
             last_message = Instant::now();
+            watch.message_at(last_message.into_std());
         }
     }
 }
 
 /// Runs the probe against `url`, within [`ProbeConfig::timeout`].
-pub async fn probe(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
+pub(crate) async fn probe(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
     match tokio::time::timeout(config.timeout, run(url, config)).await {
         Ok(result) => result,
         Err(_) => Err(ProbeError::Timeout(config.timeout)),
@@ -1411,7 +1427,7 @@ async fn task_reread(client: &Client, tool: &str, args: &Value) -> TaskReread {
     };
     params["taskId"] = json!(task.id());
     let read = json!({"jsonrpc": "2.0", "id": 1_000_100, "method": method, "params": params});
-    match client.raw_post(&read).await {
+    match raw_post(client, &read).await {
         Ok(res) => {
             let half = first.message.len() / 2;
             let mut body = pin!(res.bytes_stream());
@@ -1440,7 +1456,7 @@ async fn task_reread(client: &Client, tool: &str, args: &Value) -> TaskReread {
 }
 
 /// A response's bytes after its id: `,"result":...`.
-fn result_bytes(message: &crate::message::Message) -> Bytes {
+fn result_bytes(message: &ssegate::message::Message) -> Bytes {
     let bytes = message.to_bytes();
     match memchr::memmem::find(&bytes, b",\"result\":") {
         Some(at) => bytes.slice(at..),
@@ -1479,7 +1495,7 @@ async fn cut_rounds(
                "params": {"name": tool, "arguments": config.args}})
     };
     // The baseline: the whole stream, to find where to cut.
-    let res = client.raw_post(&call(1_000_001)).await?;
+    let res = raw_post(client, &call(1_000_001)).await?;
     if stateless && !is_sse(&res) {
         // On 2026-07-28 a JSON answer is as the specification allows: nothing to resume.
         let content_type = res
@@ -1505,7 +1521,8 @@ async fn cut_rounds(
         });
     }
     let res = expect_sse(res, tool)?;
-    let mut base = Watch::new(RpcId::Number(1_000_001), &config.decoder);
+    let stream = config.client.stream_config();
+    let mut base = Watch::new(RpcId::Number(1_000_001), stream);
     let stop = pump(
         &mut pin!(res.bytes_stream()),
         &mut base,
@@ -1554,22 +1571,22 @@ async fn cut_rounds(
     let mut second_ids = IdTrack::default();
     for (n, (cut, at)) in cuts.into_iter().enumerate() {
         let id = 1_000_002 + n as i64;
-        let res = expect_sse(client.raw_post(&call(id)).await?, tool)?;
-        let mut watch = Watch::new(RpcId::Number(id), &config.decoder);
+        let res = expect_sse(raw_post(client, &call(id)).await?, tool)?;
+        let mut watch = Watch::new(RpcId::Number(id), stream);
         let body = &mut pin!(res.bytes_stream());
         let stop = pump(body, &mut watch, limits, Some(at), None, false).await;
         if n == 0 {
             second_ids = watch.conn.ids.clone();
         }
         let round = match stop {
-            Stop::Cut => resume_round(client, watch, cut, limits, config.replay_timeout).await,
+            Stop::Cut => resume_round(client, watch, cut, limits).await,
             // The server ended its stream before the cut point: a cut all the same.
             Stop::Eof => {
                 watch.note = Some(format!(
                     "the call's stream ended after {} bytes, before the cut at byte {at}",
                     watch.conn.bytes
                 ));
-                resume_round(client, watch, cut, limits, config.replay_timeout).await
+                resume_round(client, watch, cut, limits).await
             }
             Stop::Decided => watch.finish(cut, End::Decided),
             Stop::Error(e) => early(
@@ -1598,7 +1615,7 @@ async fn cut_rounds(
         version,
         stateless,
         priming: base.conn.first_priming == Some(true),
-        retry_ms: base.decoder.retry(),
+        retry_ms: base.retry_ms(),
         id_scheme: id_scheme(&base.conn.ids, &second_ids),
         rounds,
     })
@@ -1647,17 +1664,12 @@ fn is_sse(res: &reqwest::Response) -> bool {
 }
 
 /// Cuts the round's stream where the probe stopped reading, resumes, and judges the answer.
-async fn resume_round(
-    client: &Client,
-    mut watch: Watch,
-    cut: CutAt,
-    limits: Limits,
-    replay_timeout: Duration,
-) -> Round {
+async fn resume_round(client: &Client, mut watch: Watch, cut: CutAt, limits: Limits) -> Round {
+    let replay_timeout = watch.stream.replay_timeout();
     let Some(cursor) = watch.cut() else {
         return watch.finish(cut, End::Decided);
     };
-    let res = match client.raw_get(&cursor).await {
+    let res = match client.get_raw(&cursor).await {
         Ok(res) => res,
         Err(e) => {
             let why = format!("the resume request failed: {}", chain(&e));
@@ -1693,30 +1705,17 @@ async fn resume_round(
     watch.finish(cut, end)
 }
 
-impl Client {
-    /// POSTs a raw JSON-RPC request on the session (the probe reads the answer itself).
-    pub(crate) async fn raw_post(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
-        let res = self.post_raw(body).await?;
-        if res.status().is_success() {
-            Ok(res)
-        } else {
-            Err(ClientError::Status {
-                during: "probe call",
-                status: res.status().as_u16(),
-                body: String::new(),
-            })
-        }
-    }
-
-    /// `GET` + `Last-Event-ID` with the id's exact bytes.
-    pub(crate) async fn raw_get(
-        &self,
-        last_event_id: &Bytes,
-    ) -> Result<reqwest::Response, ClientError> {
-        let value = HeaderValue::from_bytes(last_event_id).map_err(|_| {
-            ClientError::Protocol(crate::client::ProtocolError::Unsendable("Last-Event-ID"))
-        })?;
-        self.get_raw(value).await
+/// POSTs a raw JSON-RPC request on the session; the probe reads the answer itself.
+async fn raw_post(client: &Client, body: &Value) -> Result<reqwest::Response, ClientError> {
+    let res = client.post_raw(body).await?;
+    if res.status().is_success() {
+        Ok(res)
+    } else {
+        Err(ClientError::Status {
+            during: "probe call",
+            status: res.status().as_u16(),
+            body: String::new(),
+        })
     }
 }
 
@@ -1725,7 +1724,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::check::{self, Connection};
+    use crate::check::capture::{self as check, Connection};
 
     fn scheme(a: &[&str], b: &[&str]) -> IdScheme {
         let track = |ids: &[&str]| {
@@ -1749,9 +1748,12 @@ mod tests {
             IdScheme::PerStreamNumbers
         );
         assert_eq!(
-            scheme(&["2-0", "2-1"], &["3-0"]),
+            scheme(&["a-0", "a-1"], &["b-0"]),
             IdScheme::PerStreamNumbers
         );
+        // All digits on both sides of the dash is a Redis stream id (`<ms>-<seq>`), one counter,
+        // as the guard reads it.
+        assert_eq!(scheme(&["2-0", "2-1"], &["3-0"]), IdScheme::SessionNumbers);
         assert_eq!(
             scheme(&["1", "3", "5"], &["8", "10"]),
             IdScheme::SessionNumbers
@@ -1779,7 +1781,7 @@ mod tests {
     fn guard_accepts(connections: &[Connection]) -> bool {
         let summary = check::check(
             connections,
-            &crate::resume::StreamConfig::default(),
+            &StreamConfig::default(),
             &[RpcId::Number(7)],
             |_| {},
         );
@@ -1804,7 +1806,7 @@ mod tests {
                 RpcId::Number(7),
             );
         }
-        let mut watch = Watch::new(RpcId::Number(7), &sse::DecoderConfig::default());
+        let mut watch = Watch::new(RpcId::Number(7), &StreamConfig::default());
         for piece in before.body.chunks(step) {
             watch.feed(Bytes::copy_from_slice(piece), u64::MAX);
         }
@@ -1862,11 +1864,11 @@ mod tests {
         ]
     }
 
-    /// Every two-connection capture of `tests/data/captures` is resumable exactly when the guard
-    /// accepts it, whatever the chunking; and the foreign-stream resumes are not.
+    /// Every two-connection capture of the library's `tests/data/captures` is resumable exactly
+    /// when the guard accepts it, whatever the chunking; and the foreign-stream resumes are not.
     #[test]
     fn classification_agrees_with_the_guard() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/captures");
         let mut files: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -1947,11 +1949,7 @@ mod tests {
         let round = classify(
             CutAt::MidEvent,
             before.as_bytes(),
-            &ReconnectResponse {
-                status: 404,
-                retry_after: None,
-                content_type: None,
-            },
+            &ReconnectResponse::new(404, None, None),
             b"",
             RpcId::Number(7),
         );
@@ -1980,9 +1978,9 @@ mod tests {
             max_bytes: 1 << 20,
             max_events: 1000,
         };
-        let mut decoder = sse::DecoderConfig::default();
-        decoder.max_line(64 << 10).max_event(64 << 10);
-        let mut watch = Watch::new(RpcId::Number(7), &decoder);
+        let mut small = StreamConfig::default();
+        small.decoder_mut().max_line(64 << 10).max_event(64 << 10);
+        let mut watch = Watch::new(RpcId::Number(7), &small);
         let mut body = pin!(
             futures_util::stream::once(async { Ok(Bytes::from_static(b"data: ")) })
                 .chain(lines(&[b'x'; 4096]))
@@ -1996,7 +1994,7 @@ mod tests {
         );
         assert!(watch.conn.bytes < 80 << 10, "{}", watch.conn.bytes);
 
-        let mut watch = Watch::new(RpcId::Number(7), &decoder);
+        let mut watch = Watch::new(RpcId::Number(7), &small);
         let stop = pump(&mut lines(b": k\n"), &mut watch, limits, None, None, true).await;
         assert!(
             matches!(stop, Stop::Limit(Limit::Bytes(n)) if n == 1 << 20),
@@ -2004,7 +2002,7 @@ mod tests {
         );
         assert_eq!(watch.conn.bytes, 1 << 20);
 
-        let mut watch = Watch::new(RpcId::Number(7), &sse::DecoderConfig::default());
+        let mut watch = Watch::new(RpcId::Number(7), &StreamConfig::default());
         let stop = pump(
             &mut lines(b"data: {}\n\n"),
             &mut watch,
@@ -2017,7 +2015,7 @@ mod tests {
         assert!(matches!(stop, Stop::Limit(Limit::Events(1000))), "{stop:?}");
         assert_eq!(watch.conn.events, 1000);
 
-        let mut watch = Watch::new(RpcId::Number(7), &sse::DecoderConfig::default());
+        let mut watch = Watch::new(RpcId::Number(7), &StreamConfig::default());
         watch.feed(Bytes::from_static(b"id: 1\ndata: {}\n\n"), u64::MAX);
         assert_eq!(watch.cut().as_deref(), Some(&b"1"[..]));
         assert!(watch.reconnect(&ReconnectResponse::event_stream()));

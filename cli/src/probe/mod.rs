@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ssegate::probe::{ProbeConfig, Report, Round, TaskReread, probe};
+mod engine;
+
+use engine::{ProbeConfig, Report, Round, TaskReread, probe};
 
 use crate::client_args::{client_config, seconds};
 
@@ -53,11 +55,13 @@ pub(crate) struct ProbeArgs {
 }
 
 fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
-    let client = client_config(&args.headers, args.cacert.as_deref())?;
+    let mut client = client_config(&args.headers, args.cacert.as_deref())?;
+    client
+        .stream_mut()
+        .replay_timeout(Duration::from_millis(args.replay_timeout_ms));
     let mut config = ProbeConfig::default();
     config
         .client(client)
-        .replay_timeout(Duration::from_millis(args.replay_timeout_ms))
         .timeout(Duration::from_secs_f64(args.timeout))
         .max_bytes(args.max_bytes)
         .max_events(args.max_events);

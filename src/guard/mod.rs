@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 mod ids;
+mod reconnect;
 mod registry;
 
 use std::fmt;
@@ -36,8 +37,10 @@ use crate::hash::{Xxh3, xxh3_64};
 use crate::message::{Message, RpcId, RpcKind, RpcPeek};
 use crate::sse::{Data, DecodeError, Decoder, Event, PartialEvent};
 
+pub use ids::NumberedId;
 pub(crate) use ids::random_seed;
 use ids::{Shape, Window, not_next};
+pub use reconnect::{ReconnectResponse, parse_retry_after};
 pub use registry::Registry;
 use registry::Response;
 
@@ -284,20 +287,6 @@ impl ConnectionEnd {
             retry: decoder.retry(),
         }
     }
-}
-
-/// The response to a reconnect (`GET` + `Last-Event-ID`): build it with
-/// [`ReconnectResponse::new`], [`ReconnectResponse::event_stream`] or
-/// [`ReconnectResponse::from_raw`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ReconnectResponse {
-    /// HTTP status code.
-    pub status: u16,
-    /// The `Retry-After` header, if present.
-    pub retry_after: Option<Duration>,
-    /// The `Content-Type` header, if present.
-    pub content_type: Option<String>,
 }
 
 /// Counters a caller can report.
