@@ -62,10 +62,10 @@
 //! assert_eq!(delivered, [Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}")]);
 //! ```
 //!
-//! The drivers that ship are such loops: [`check`] over captured responses,
-//! `resume::stream::GuardedStream` (feature `guarded-stream`) over any byte stream plus a
-//! reconnect function, the MCP client of `client` (feature `client`) and the rmcp drop-in of
-//! `rmcp` (feature `rmcp`). With the `client` feature, a guarded tool call is:
+//! The drivers that ship are such loops: `resume::stream::GuardedStream` (feature
+//! `guarded-stream`) over any byte stream plus a reconnect function, the MCP client of `client`
+//! (feature `client`), the rmcp drop-in of `rmcp` (feature `rmcp`), and the `ssegate` command's
+//! `check` and `probe`. With the `client` feature, a guarded tool call is:
 //!
 //! ```no_run
 //! # #[cfg(feature = "client")]
@@ -94,15 +94,12 @@
 //!   one pass however the data is chunked (AVX-512BW, AVX2, NEON and portable kernels).
 //! - [`message`]: a complete JSON-RPC message: a cheap peek at its kind, id and method, and a
 //!   `simd-json` parse on demand.
-//! - [`guard`]: the resumption guard: every decision about one stream's events and reconnects,
-//!   each refusal a typed [`guard::Refusal`].
-//! - [`resume`]: decoder, gate and guard wired for one stream, with every timing rule, and no IO
-//!   and no clock. Its documentation holds the guard's decision table.
+//! - [`resume`]: the engine: decoder, gate and the resumption guard wired for one stream, with
+//!   every timing rule, no IO and no clock; each refusal a typed [`resume::Refusal`]. Its
+//!   documentation holds the guard's decision table.
 //! - [`replay`]: the server side: a replay store that answers a miss explicitly, in memory
 //!   ([`replay::ReplayBuffer`]) or in Redis (feature `redis`).
-//! - [`check`]: replays captured responses through a [`resume::ResumableStream`] (`ssegate check`).
-//! - `client` and `probe` (feature `client`): the guarded MCP Streamable HTTP client, and the
-//!   classification of a live server's resumption behaviour (`ssegate probe`).
+//! - `client` (feature `client`): the guarded MCP Streamable HTTP client.
 //! - `rmcp` (feature `rmcp`): `GuardedHttpClient`, rmcp's `StreamableHttpClient` on the guarded
 //!   client.
 //!
@@ -115,7 +112,7 @@
 //! - `http`: `ReconnectResponse::from_parts` for `http::response::Parts`.
 //! - `guarded-stream`: `resume::stream::GuardedStream`, a guarded `Stream` of messages (tokio's
 //!   timer).
-//! - `client`: the MCP client and `probe` (reqwest with rustls, tokio).
+//! - `client`: the MCP client (reqwest with rustls, tokio).
 //! - `redis`: `replay::RedisStore`, a replay store shared by several server instances.
 //! - `rmcp-server`: rmcp's `EventStore` on the Redis store.
 //! - `rmcp`: the rmcp client drop-in (implies `client`).
@@ -160,6 +157,14 @@ pub mod sse;
 
 #[cfg(feature = "client")]
 pub mod client;
+
+// The types a user names first.
+#[cfg(feature = "client")]
+pub use client::{Client, ClientConfig, ClientError};
+pub use gate::{Gate, GateConfig, Verdict};
+pub use message::{Message, RpcId};
+pub use resume::{Failure, Output, Refusal, RefusalKind, ResumableStream, StreamConfig};
+pub use sse::{Decoder, DecoderConfig, Event};
 #[cfg(feature = "rmcp")]
 #[path = "rmcp_client.rs"]
 pub mod rmcp;

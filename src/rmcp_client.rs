@@ -18,7 +18,7 @@
 //! What changes for an rmcp client:
 //!
 //! - Every response stream and `GET` stream is decoded by ssegate's [`Decoder`](crate::sse::Decoder)
-//!   and gated; rmcp sees only events the guard ([`ResumableStream`](crate::resume::ResumableStream)) accepted (exact replays dropped,
+//!   and gated; rmcp sees only events the guard ([`ResumableStream`]) accepted (exact replays dropped,
 //!   a resumed stream checked against the stream it continues).
 //! - rmcp still drives the reconnects (`GET` + `Last-Event-ID`), but the resumption state lives
 //!   here: when a stream's connection drops, its [`ResumableStream`] is parked under the id of the

@@ -114,7 +114,7 @@ pub(crate) fn find_line_end(hay: &[u8]) -> Option<usize> {
     find_either(hay, b'\r', b'\n')
 }
 
-/// An instruction set the gate's kernels can run on ([`Gate::with_isa`](crate::gate::Gate::with_isa)
+/// An instruction set the gate's kernels can run on ([`GateConfig::build_with_isa`](crate::gate::GateConfig::build_with_isa)
 /// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose;
 /// [`GateConfig::max_isa`](crate::gate::GateConfig::max_isa) caps the detection). Ordered from the least to
 /// the most capable: `Portable < Neon < Avx2 < Avx512`. A CPU runs the instruction sets of its own

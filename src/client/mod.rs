@@ -1943,7 +1943,7 @@ impl Client {
             }
             if !chunk.is_empty() {
                 gate.feed(&chunk);
-                body.push(chunk);
+                body.push_segment(chunk);
             }
         }
         let verdict = gate.verdict();

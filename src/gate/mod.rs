@@ -271,11 +271,6 @@ impl Gate {
         GateConfig::default().build()
     }
 
-    /// A default-configured gate forced onto `isa` (`None` if unavailable). For benches and tests.
-    pub fn with_isa(isa: Isa) -> Option<Gate> {
-        GateConfig::default().build_with_isa(isa)
-    }
-
     /// The instruction set this gate's kernels use.
     pub fn isa(&self) -> Isa {
         self.exact.isa()

@@ -59,7 +59,7 @@ pub enum Policy {
 /// Guard settings: what counts as evidence, and the gate messages are judged with. Timing (the
 /// replay timeout, the default reconnect delay, clamps) is the stream's
 /// ([`resume::StreamConfig`](crate::resume::StreamConfig)), and the session registry is given where a guard
-/// is built ([`GuardConfig::build_in`]). `GuardConfig::default().build()` is [`Guard::new`].
+/// is built ([`Session`](crate::resume::Session)).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct GuardConfig {
@@ -102,7 +102,8 @@ impl GuardConfig {
     }
 
     /// How many ids of responses to requests that were never registered (with
-    /// [`Guard::expect_response`], in this guard's [`Registry`]) are remembered with their content
+    /// [`ResumableStream::expect_response`](crate::resume::ResumableStream::expect_response), in
+    /// the stream's [`Registry`]) are remembered with their content
     /// hash (default [`DEFAULT_UNREQUESTED_WINDOW`], at least 1; a few words each, whatever the id's
     /// length), so that a second response to one of them is judged like one to an answered request:
     /// skipped when identical ([`Skip::DuplicateResponse`]), refused when different
@@ -149,20 +150,37 @@ impl GuardConfig {
     }
 
     /// A guard with these settings and a private registry (of [`GuardConfig::window`] answered ids).
-    pub fn build(&self) -> Guard {
+    pub(crate) fn guard(&self) -> Guard {
         self.build_with(Registry::with_window(self.window), false)
     }
 
     /// A guard with these settings that shares `registry` (outstanding requests and answered
     /// responses) with the session's other streams.
-    pub fn build_in(&self, registry: &Registry) -> Guard {
+    pub(crate) fn guard_in(&self, registry: &Registry) -> Guard {
         self.build_with(registry.clone(), true)
     }
 
+    /// [`GuardConfig::guard`] (test hook).
+    #[cfg(feature = "__testing")]
+    #[doc(hidden)]
+    pub fn build(&self) -> Guard {
+        self.guard()
+    }
+
+    /// [`GuardConfig::guard_in`] (test hook).
+    #[cfg(feature = "__testing")]
+    #[doc(hidden)]
+    pub fn build_in(&self, registry: &Registry) -> Guard {
+        self.guard_in(registry)
+    }
+
     fn build_with(&self, registry: Registry, shared: bool) -> Guard {
+        #[cfg(not(feature = "__testing"))]
+        let _ = shared;
         let recent = Window::new(random_seed());
         Guard {
             config: self.clone(),
+            #[cfg(feature = "__testing")]
             gate: self.gate(),
             phase: Phase::Streaming,
             cursor: None,
@@ -172,6 +190,7 @@ impl GuardConfig {
             unrequested: Window::new(random_seed()),
             shape: Shape::default(),
             registry,
+            #[cfg(feature = "__testing")]
             shared,
             mine: SmallVec::new(),
             conn: Connection::default(),
@@ -226,7 +245,7 @@ pub enum Skip {
     /// An event with empty data and no id of its own: nothing to do.
     KeepAlive,
     /// An `event: error` frame that is not the answer to a resume and whose data is not a
-    /// complete JSON value: it carries no message (see the [module docs](self)).
+    /// complete JSON value: it carries no message (see [`resume`](crate::resume#event-error)).
     ErrorFrame {
         /// Its own id, if it had one (the cursor does not move to it).
         id: Option<Bytes>,
@@ -252,7 +271,7 @@ impl fmt::Display for Skip {
 pub struct Resume {
     /// The `Last-Event-ID` to send (the cursor), `None` when no id was ever received.
     pub last_event_id: Option<Bytes>,
-    /// How long to wait first. From [`Guard::on_disconnect`]: the server's last `retry:` or
+    /// How long to wait first. From the guard: the server's last `retry:` or
     /// `Retry-After`, zero when it gave none. From the stream
     /// ([`Output::Disconnected`](crate::resume::Output::Disconnected)): the delay it will wait,
     /// its default applied, raised to its floor and clamped ([`resume::StreamConfig`](crate::resume::StreamConfig)).
@@ -660,6 +679,7 @@ const DROPPED: u64 = 0x5EED_D20F_FED0_0D1E;
 #[derive(Debug)]
 pub struct Guard {
     config: GuardConfig,
+    #[cfg(feature = "__testing")]
     gate: Gate,
     phase: Phase,
     cursor: Option<Bytes>,
@@ -677,6 +697,7 @@ pub struct Guard {
     unrequested: Window,
     shape: Shape,
     registry: Registry,
+    #[cfg(feature = "__testing")]
     /// The registry is the session's (built with [`GuardConfig::build_in`]), not this guard's own.
     shared: bool,
     /// The requests whose responses this stream is expected to deliver.
@@ -729,9 +750,10 @@ pub(crate) fn gate_and_hash(gate: &mut Gate, data: &Data) -> (Verdict, u64) {
 impl Guard {
     /// A guard with the default [`GuardConfig`].
     pub fn new() -> Guard {
-        GuardConfig::default().build()
+        GuardConfig::default().guard()
     }
 
+    #[cfg(feature = "__testing")]
     /// Settings to build a guard from.
     pub fn config() -> GuardConfig {
         GuardConfig::default()
@@ -746,6 +768,7 @@ impl Guard {
         self.registry.expect(id);
     }
 
+    #[cfg(feature = "__testing")]
     /// The session registry this guard uses.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -785,6 +808,7 @@ impl Guard {
         }
     }
 
+    #[cfg(feature = "__testing")]
     /// The instruction set the guard's gate runs on ([`GuardConfig::max_isa`] caps it).
     pub fn gate_isa(&self) -> Isa {
         self.gate.isa()
@@ -800,6 +824,7 @@ impl Guard {
         self.stats
     }
 
+    #[cfg(feature = "__testing")]
     /// Forgets the stream (after a renegotiation): cursor, dedup windows and the refusal. Keeps
     /// the settings and the requests this stream had to deliver, which the caller re-issues. A
     /// private registry starts afresh with them; a shared one is kept as it is.
@@ -846,6 +871,7 @@ impl Guard {
         !self.mine.is_empty()
     }
 
+    #[cfg(feature = "__testing")]
     /// Gates `event`'s data itself and decides. See [`Guard::on_event_with_verdict`].
     pub fn on_event(&mut self, event: Event) -> Result<Decision, Refusal> {
         // Empty data is `Incomplete` (and not looked at): only non-empty data can be a message.
@@ -854,6 +880,7 @@ impl Guard {
         self.decide(event, verdict, hash, rpc)
     }
 
+    #[cfg(feature = "__testing")]
     /// Decides about one dispatched event whose data the caller already gated.
     pub fn on_event_with_verdict(
         &mut self,
@@ -1262,7 +1289,7 @@ mod tests {
                 let mut data = Data::new();
                 for piece in [&text[..a], &text[a..b], &text[b..]] {
                     if !piece.is_empty() {
-                        data.push(Bytes::copy_from_slice(piece));
+                        data.push_segment(Bytes::copy_from_slice(piece));
                     }
                 }
                 assert_eq!(

@@ -11,10 +11,10 @@ use crate::message::RpcId;
 /// The requests of one MCP session that still wait for a response, and the responses already
 /// delivered (a bounded window of them), shared by all the session's streams.
 ///
-/// A clone is another handle to the same registry. Give one to each stream's guard
-/// ([`GuardConfig::build_in`](super::GuardConfig::build_in), [`Session`](crate::resume::Session)): a response
-/// that arrives on another stream than
-/// the one that was expected to carry it (the standalone `GET` stream after the `POST` stream was
+/// A clone is another handle to the same registry. Give one to each stream of the session
+/// ([`StreamConfig::build_in`](crate::resume::StreamConfig::build_in), or a
+/// [`Session`](crate::resume::Session)): a response that arrives on another stream than the one
+/// that was expected to carry it (the standalone `GET` stream after the `POST` stream was
 /// cut) is then recognised, the cut stream no longer needs resuming, and a second copy of the
 /// response anywhere in the session is skipped when identical and refused when not.
 ///
@@ -179,6 +179,7 @@ impl Registry {
         ids.retain(|id| book.is_outstanding(id).is_some());
     }
 
+    #[cfg(feature = "__testing")]
     /// Forgets every answer (a private registry after a renegotiation).
     pub(crate) fn clear(&self) {
         let mut book = self.lock();

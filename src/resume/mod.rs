@@ -1,6 +1,6 @@
 //! The sans-IO resumable stream: one state machine for one logical SSE stream (a POST response and
 //! all its resumptions, or a standalone `GET` stream) that owns the [`Decoder`], the [`Gate`] and
-//! the [`Guard`], and makes every reconnect decision.
+//! the resumption guard, and makes every reconnect decision.
 //!
 //! It does no IO and reads no clock. The driver (an HTTP client, `ssegate check`, the
 //! [`futures::Stream` adapter](crate::sse), your own transport) tells it what happened and when:
@@ -54,7 +54,7 @@
 //!
 //! # Decisions
 //!
-//! The stream decides through its guard ([`crate::guard`]), on evidence.
+//! The stream decides through its guard, on evidence.
 //!
 //! A false refusal makes the client renegotiate and re-issue the call (the tool runs twice), so the
 //! guard refuses a resumed stream only on evidence:
@@ -344,13 +344,13 @@ impl StreamConfig {
 
     /// A stream with these settings (its guard with a private registry).
     pub fn build(&self) -> ResumableStream {
-        self.with_guard(self.guard.build())
+        self.with_guard(self.guard.guard())
     }
 
     /// A stream with these settings whose guard shares `registry` with the session's other
     /// streams ([`Session`] builds its streams this way).
     pub fn build_in(&self, registry: &Registry) -> ResumableStream {
-        self.with_guard(self.guard.build_in(registry))
+        self.with_guard(self.guard.guard_in(registry))
     }
 
     /// A stream with these settings around a guard the caller built (its settings win over

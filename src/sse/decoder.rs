@@ -598,7 +598,7 @@ impl Decoder {
                 self.small.extend_from_slice(&self.cur[tail]);
             } else {
                 self.close_small();
-                self.data.push(self.cur.slice(tail));
+                self.data.push_segment(self.cur.slice(tail));
             }
         }
         self.close_small();
@@ -627,7 +627,7 @@ impl Decoder {
             self.after_big = false;
         } else {
             self.close_small();
-            self.data.push(cur.slice(piece));
+            self.data.push_segment(cur.slice(piece));
             self.after_big = true;
         }
     }
@@ -637,7 +637,7 @@ impl Decoder {
     #[inline]
     fn push_join(&mut self) {
         if self.after_big {
-            self.data.push(LF);
+            self.data.push_segment(LF);
             self.after_big = false;
         } else {
             self.small.push(b'\n');
@@ -648,7 +648,8 @@ impl Decoder {
     #[inline]
     fn close_small(&mut self) {
         if !self.small.is_empty() {
-            self.data.push(Bytes::from(std::mem::take(&mut self.small)));
+            self.data
+                .push_segment(Bytes::from(std::mem::take(&mut self.small)));
         }
     }
 
@@ -740,8 +741,10 @@ impl Decoder {
 
     /// Bytes the decoder holds for the open block (data, field values, name carry), not counting
     /// chunks queued by [`Decoder::feed`]. Never more than the limits allow. This is the decoder's
-    /// own count, for tests: the memory bound is tested with a counting allocator
+    /// own count, for tests (a test hook): the memory bound is tested with a counting allocator
     /// (`tests/sse_memory.rs`), which this counter cannot replace.
+    #[cfg(feature = "__testing")]
+    #[doc(hidden)]
     pub fn held_bytes(&self) -> usize {
         self.data_len() + self.field_len + usize::from(self.name_len)
     }
@@ -933,7 +936,7 @@ impl Decoder {
             self.after_big = false;
         } else {
             self.close_small();
-            self.data.push(chunk);
+            self.data.push_segment(chunk);
             self.after_big = true;
         }
         Ok(())

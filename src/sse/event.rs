@@ -60,9 +60,16 @@ impl Data {
         Data(Repr::One(Bytes::new()))
     }
 
+    /// Appends one segment (test hook: ropes are the decoder's to build).
+    #[cfg(feature = "__testing")]
+    #[doc(hidden)]
+    pub fn push(&mut self, segment: Bytes) {
+        self.push_segment(segment);
+    }
+
     /// Appends one segment (empty segments are dropped: they carry no bytes).
     #[inline]
-    pub fn push(&mut self, segment: Bytes) {
+    pub(crate) fn push_segment(&mut self, segment: Bytes) {
         if segment.is_empty() {
             return;
         }
