@@ -1162,6 +1162,25 @@ mod tests {
 
     use super::*;
 
+    /// The delay before repeating a request answered `429`/`503` is jittered from the stream's
+    /// seed when one is set: the same seed, the same delay; another seed, another delay; always
+    /// between the floor and 1.5 times it.
+    #[cfg(feature = "client")]
+    #[test]
+    fn busy_delay_follows_the_jitter_seed() {
+        let delay = |seed| {
+            let mut config = StreamConfig::default();
+            config.jitter_seed(seed);
+            config.busy_delay(None)
+        };
+        let floor = DEFAULT_MIN_DELAY;
+        for seed in [1, 7, 1 << 40] {
+            assert_eq!(delay(seed), delay(seed));
+            assert!(delay(seed) >= floor && delay(seed) < floor.mul_f64(1.5));
+        }
+        assert_ne!(delay(1), delay(7));
+    }
+
     /// One SSE block of the generated streams: mostly an event with an id and one valid message
     /// (so that streams go on long enough to replay), sometimes a torn, doubled or split message,
     /// a comment or an event type.
