@@ -1,7 +1,8 @@
 //! The facts the README and the docs state by hand, checked against the manifests and the code:
 //! the MSRV, the rmcp requirement and the other dependency versions they name, the feature names
 //! (the README's feature table, every "feature `x`" and `--features x`), the crate names, versions
-//! and features in `cargo add` / `cargo install` lines, and the client's defaults in the README.
+//! and features in `cargo add` / `cargo install` lines, the client's defaults in the README, and
+//! the protocol versions cli/README.md offers.
 //!
 //! It reads the workspace's files (README.md, cli/README.md, testkit/README.md, docs/*.md and the
 //! three published manifests), so it is left out of the library's package (`include` in
@@ -564,5 +565,26 @@ fn scanners_find_what_they_should() {
         lib.deps
             .iter()
             .any(|(k, p, _)| k == "sse-stream-02" && p == "sse-stream")
+    );
+}
+
+/// The protocol versions cli/README.md lists for `ssegate call --protocol` are the client's:
+/// `auto`, then the stateless and the `initialize` versions, newest first.
+#[cfg(feature = "client")]
+#[test]
+fn cli_readme_protocol_versions_are_the_clients() {
+    let readme = read(&root().join("cli/README.md"));
+    let list = readme
+        .split("`--protocol ")
+        .nth(1)
+        .and_then(|s| s.split('`').next())
+        .expect("cli/README.md names `--protocol ...`");
+    let stated: Vec<&str> = list.split("\\|").collect();
+    let mut real = vec!["auto"];
+    real.extend(ssegate::client::MODERN_VERSIONS);
+    real.extend(ssegate::client::LEGACY_VERSIONS);
+    assert_eq!(
+        stated, real,
+        "cli/README.md's --protocol values (left) against the client's"
     );
 }
