@@ -1,8 +1,10 @@
 //! The facts the README and the docs state by hand, checked against the manifests and the code:
 //! the MSRV, the rmcp requirement and the other dependency versions they name, the feature names
 //! (the README's feature table, every "feature `x`" and `--features x`), the crate names, versions
-//! and features in `cargo add` / `cargo install` lines, the client's defaults in the README, and
-//! the protocol versions cli/README.md offers.
+//! and features in `cargo add` / `cargo install` lines, the client's defaults in the README, the
+//! defaults of docs/LIMITS.md's table and docs/DESIGN.md's timing rules (against the
+//! configurations' `Default`, read through their `Debug` form), and the protocol versions
+//! cli/README.md offers.
 //!
 //! It reads the workspace's files (README.md, cli/README.md, testkit/README.md, docs/*.md and the
 //! three published manifests), so it is left out of the library's package (`include` in
@@ -587,4 +589,238 @@ fn cli_readme_protocol_versions_are_the_clients() {
         stated, real,
         "cli/README.md's --protocol values (left) against the client's"
     );
+}
+
+/// A quantity written in a doc, in the unit the crate's `Debug` output uses: bytes for B, KiB and
+/// MiB, milliseconds for s and ms, the number itself otherwise.
+#[derive(Debug, PartialEq)]
+enum Quantity {
+    Bytes(u64),
+    Millis(u64),
+    Plain(u64),
+}
+
+/// The quantities in a piece of prose, in order: `64 MiB`, `250 ms`, `4096`. Not percentages
+/// (`+50 %`) nor exponents (`2^n`).
+fn quantities(text: &str) -> Vec<Quantity> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let w = word
+            .trim_start_matches(['(', '`'])
+            .trim_end_matches([',', ')', ';', ':', '`']);
+        let Ok(n) = w.parse::<u64>() else { continue };
+        let unit = words
+            .get(i + 1)
+            .map_or("", |u| u.trim_end_matches([',', ')', ';', ':']));
+        out.push(match unit {
+            "%" => continue,
+            "B" => Quantity::Bytes(n),
+            "KiB" => Quantity::Bytes(n << 10),
+            "MiB" => Quantity::Bytes(n << 20),
+            "s" => Quantity::Millis(n * 1000),
+            "ms" => Quantity::Millis(n),
+            _ => Quantity::Plain(n),
+        });
+    }
+    out
+}
+
+/// A field's value in a `Debug` form (`max_event: 67108864`, `max_delay: 60s`,
+/// `idle_timeout: Some(300s)`), as a quantity of the kind `like` asks for; `None` when the field
+/// is not there or is not one number.
+fn debug_field(debug: &str, field: &str, like: &Quantity) -> Option<Quantity> {
+    let key = format!("{field}: ");
+    let i = debug
+        .match_indices(&key)
+        .find(|(i, _)| debug[..*i].ends_with(['{', ' ']))?
+        .0;
+    let rest = &debug[i + key.len()..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    let v = rest[..end].trim();
+    let v = v
+        .strip_prefix("Some(")
+        .and_then(|v| v.strip_suffix(')'))
+        .unwrap_or(v);
+    Some(match like {
+        Quantity::Millis(_) => {
+            if let Some(ms) = v.strip_suffix("ms") {
+                Quantity::Millis(ms.parse().ok()?)
+            } else {
+                let s: f64 = v.strip_suffix('s')?.parse().ok()?;
+                Quantity::Millis((s * 1000.0).round() as u64)
+            }
+        }
+        Quantity::Bytes(_) => Quantity::Bytes(v.parse().ok()?),
+        Quantity::Plain(_) => Quantity::Plain(v.parse().ok()?),
+    })
+}
+
+/// The configurations whose defaults docs/LIMITS.md and docs/DESIGN.md state, by the name the
+/// docs give them, in their `Debug` form (the defaults as the code has them).
+fn default_configs() -> Vec<(&'static str, String)> {
+    let mut configs = vec![
+        (
+            "sse::DecoderConfig",
+            format!("{:?}", ssegate::sse::DecoderConfig::default()),
+        ),
+        (
+            "gate::GateConfig",
+            format!("{:?}", ssegate::gate::GateConfig::default()),
+        ),
+        (
+            "guard::GuardConfig",
+            format!("{:?}", ssegate::guard::GuardConfig::default()),
+        ),
+        (
+            "resume::StreamConfig",
+            format!("{:?}", ssegate::resume::StreamConfig::default()),
+        ),
+        (
+            "replay::BufferConfig",
+            format!("{:?}", ssegate::replay::BufferConfig::default()),
+        ),
+    ];
+    #[cfg(feature = "client")]
+    configs.push((
+        "client::ClientConfig",
+        format!("{:?}", ssegate::client::ClientConfig::default()),
+    ));
+    configs
+}
+
+/// docs/LIMITS.md's table: every "`field` (default ..." of a configuration row whose field the
+/// configuration's `Debug` shows must be the default the code has.
+#[test]
+fn limits_table_defaults_are_the_codes() {
+    let limits = read(&root().join("docs/LIMITS.md"));
+    let configs = default_configs();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (n, line) in limits.lines().enumerate() {
+        let Some(first) = line.strip_prefix("| ").and_then(|l| l.split(" | ").next()) else {
+            continue;
+        };
+        let Some((name, debug)) = configs
+            .iter()
+            .find(|(name, _)| first.starts_with(&format!("`{name}`")))
+        else {
+            continue;
+        };
+        let cells = &line[2 + first.len()..];
+        let mut rest = cells;
+        while let Some(i) = rest.find("` (") {
+            let field = rest[..i].rsplit('`').next().unwrap();
+            rest = &rest[i + 3..];
+            let stated = rest.split([',', ')', ';', ':']).next().unwrap();
+            let Some(q) = quantities(stated).into_iter().next() else {
+                continue;
+            };
+            let Some(real) = debug_field(debug, field, &q) else {
+                continue;
+            };
+            checked += 1;
+            if real != q {
+                wrong.push(format!(
+                    "docs/LIMITS.md:{}: {name} `{field}` ({stated}): the code's default is {real:?}",
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "defaults in docs/LIMITS.md that the code does not have:\n{}",
+        wrong.join("\n")
+    );
+    assert!(
+        checked >= 20,
+        "only {checked} defaults found in docs/LIMITS.md: the scan is broken"
+    );
+}
+
+/// docs/DESIGN.md's timing-rules table: each row's default against the `resume::StreamConfig`
+/// settings it names.
+#[test]
+fn design_timing_defaults_are_the_codes() {
+    let design = read(&root().join("docs/DESIGN.md"));
+    let stream = format!("{:?}", ssegate::resume::StreamConfig::default());
+    let section = design
+        .split("## Timing rules")
+        .nth(1)
+        .expect("docs/DESIGN.md has its timing rules")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for line in section.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        let [_, default, setting] = cells[..] else {
+            continue;
+        };
+        let fields: Vec<&str> = setting
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|s| s.rsplit("::").next().unwrap())
+            .collect();
+        if fields.is_empty() {
+            continue;
+        }
+        let stated = quantities(default);
+        assert!(
+            stated.len() >= fields.len(),
+            "docs/DESIGN.md: `{line}`: fewer defaults than settings"
+        );
+        for (field, q) in fields.iter().zip(stated) {
+            checked += 1;
+            match debug_field(&stream, field, &q) {
+                Some(real) if real == q => {}
+                real => wrong.push(format!(
+                    "{field}: the doc says {q:?}, the code has {real:?}"
+                )),
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/DESIGN.md's timing rules against StreamConfig::default():\n{}",
+        wrong.join("\n")
+    );
+    assert!(
+        checked >= 8,
+        "only {checked} timing defaults found: the scan is broken"
+    );
+}
+
+#[test]
+fn quantity_scanner_reads_units() {
+    assert_eq!(
+        quantities("250 ms x 2^n, 6 attempts, up to +50 %, 64 MiB (4 KiB"),
+        vec![
+            Quantity::Millis(250),
+            Quantity::Plain(6),
+            Quantity::Bytes(64 << 20),
+            Quantity::Bytes(4096)
+        ]
+    );
+    let debug = "S { a: 10s, b: Some(300s), c: 250ms, d: 67108864, e: G { d: 1 } }";
+    assert_eq!(
+        debug_field(debug, "a", &Quantity::Millis(0)),
+        Some(Quantity::Millis(10_000))
+    );
+    assert_eq!(
+        debug_field(debug, "b", &Quantity::Millis(0)),
+        Some(Quantity::Millis(300_000))
+    );
+    assert_eq!(
+        debug_field(debug, "c", &Quantity::Millis(0)),
+        Some(Quantity::Millis(250))
+    );
+    assert_eq!(
+        debug_field(debug, "d", &Quantity::Bytes(0)),
+        Some(Quantity::Bytes(64 << 20))
+    );
+    assert_eq!(debug_field(debug, "x", &Quantity::Plain(0)), None);
 }
