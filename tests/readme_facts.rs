@@ -659,6 +659,8 @@ fn debug_field(debug: &str, field: &str, like: &Quantity) -> Option<Quantity> {
 /// The configurations whose defaults docs/LIMITS.md and docs/DESIGN.md state, by the name the
 /// docs give them, in their `Debug` form (the defaults as the code has them).
 fn default_configs() -> Vec<(&'static str, String)> {
+    // Without the `client` feature nothing is pushed below.
+    #[allow(unused_mut)]
     let mut configs = vec![
         (
             "sse::DecoderConfig",
