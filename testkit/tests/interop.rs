@@ -631,9 +631,22 @@ async fn probe_classifies_each_sdk() {
     use ssegate::probe::{IdScheme, ProbeConfig, probe};
     // (server, flags, behaviour mid-event and at a boundary, priming, resumable)
     type Case = (Sdk, &'static [&'static str], [&'static str; 2], bool, bool);
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         (Sdk::Ts, &[], ["replays-event", "continues"], true, true),
         (Sdk::Py, &[], ["replays-event", "continues"], true, true),
+        // FastMCP runs `big_result` (a plain `def`) in a worker thread, so its event loop serves a
+        // resume while the tool computes: a resume that reached it before it had read the cut
+        // found the request's stream still attached and was ended with no event (`empty`). The
+        // probe closes the call's connection at the cut and resumes after a client's reconnect
+        // delay; FastMCP then replays the stored result (or, still computing, primes the resumed
+        // connection and sends it live).
+        (
+            Sdk::FastMcp,
+            &[],
+            ["replays-event", "continues"],
+            true,
+            true,
+        ),
         (Sdk::Py, &["--forgetful"], ["empty", "empty"], true, false),
         // The TS SDK asks the store which stream an id belongs to: unknown, it answers 400.
         (
@@ -659,6 +672,15 @@ async fn probe_classifies_each_sdk() {
         config
             .tool("big_result", json!({"size": 256 << 10}))
             .replay_timeout(Duration::from_secs(2));
+        // FastMCP's verdict hung on a race: probed three times, each must agree.
+        let runs = if sdk == Sdk::FastMcp { 3 } else { 1 };
+        for _ in 1..runs {
+            let report = probe(&format!("http://{}/mcp", server.addr()), &config)
+                .await
+                .unwrap_or_else(|e| panic!("{}: probe: {e}", server.label()));
+            let got: Vec<_> = report.rounds.iter().map(|r| r.behaviour.as_str()).collect();
+            assert_eq!(got, behaviours, "{}: {:?}", server.label(), report.rounds);
+        }
         let report = probe(&format!("http://{}/mcp", server.addr()), &config)
             .await
             .unwrap_or_else(|e| panic!("{}: probe: {e}", server.label()));
@@ -672,8 +694,9 @@ async fn probe_classifies_each_sdk() {
             "{}",
             server.label()
         );
-        // The Python SDK also speaks 2026-07-28; the 1.x TypeScript SDK does not.
-        let versions: &[&str] = if sdk == Sdk::Py {
+        // The Python SDK (also under FastMCP) speaks 2026-07-28 too; the 1.x TypeScript SDK
+        // does not.
+        let versions: &[&str] = if sdk != Sdk::Ts {
             &["2026-07-28", "2025-11-25"]
         } else {
             &["2025-11-25"]
@@ -693,7 +716,7 @@ async fn probe_classifies_each_sdk() {
         assert_eq!(report.server.id_scheme, scheme, "{}", server.label());
         // On 2026-07-28 the Python SDK answers with a JSON body: nothing to resume.
         match (&report.stateless, sdk) {
-            (Some(v), Sdk::Py) => {
+            (Some(v), Sdk::Py | Sdk::FastMcp) => {
                 assert_eq!(v.version, "2026-07-28");
                 let got: Vec<_> = v.rounds.iter().map(|r| r.behaviour.as_str()).collect();
                 assert_eq!(got, ["no-ids"], "{}: {:?}", server.label(), v.rounds);
