@@ -46,6 +46,9 @@ pub enum Sdk {
     /// (SEP-1686 tasks of 2025-11-25: `simulate-research-query`), bound to loopback by
     /// `interop/everything/server.cjs`.
     Everything,
+    /// interop/fastmcp: PyPI `fastmcp` (on the `mcp` SDK) in interop/fastmcp/.venv, with
+    /// FastMCP's own in-memory `EventStore` (2025-era sessions; 2026-07-28 as `mcp` serves it).
+    FastMcp,
 }
 
 impl Sdk {
@@ -57,6 +60,7 @@ impl Sdk {
             Sdk::Ts2026 => "ts2026",
             Sdk::RmcpTasks => "rmcp",
             Sdk::Everything => "everything",
+            Sdk::FastMcp => "fastmcp",
         }
     }
 }
@@ -197,8 +201,8 @@ pub fn command(sdk: Sdk, flags: &[&str]) -> Result<Command, String> {
             cmd.arg(ts.join("server.mjs")).current_dir(&ts);
             cmd
         }
-        Sdk::Py => {
-            let py = dir.join("py");
+        Sdk::Py | Sdk::FastMcp => {
+            let py = dir.join(if sdk == Sdk::Py { "py" } else { "fastmcp" });
             let python = py.join(".venv/bin/python");
             if !python.is_file() {
                 return Err(format!("{} is missing", python.display()));

@@ -546,6 +546,11 @@ async fn python_sdk_resumes_in_place() {
     resumes_in_place(Sdk::Py).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fastmcp_resumes_in_place() {
+    resumes_in_place(Sdk::FastMcp).await;
+}
+
 /// A lost buffer (the store forgets everything): a cut result cannot be resumed. `charge` is not
 /// safe to re-run: a typed refusal, and it ran once; `big_result` (readOnlyHint) is renegotiated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,8 +4,9 @@
 //! baseline: where each event starts and ends), once cut in the middle of the largest event with
 //! data, once cut at the event boundary before it (a stream with no event with data, one that
 //! ends after its priming event, is called twice and cut once, after its last event). After each
-//! cut it drops its own connection, resumes with `GET` + `Last-Event-ID` and classifies what the
-//! server sent as exactly one [`Behaviour`].
+//! cut it closes its own connection, waits as a client would (the server's `retry:`, at least
+//! 250 ms, at most the replay timeout), resumes with `GET` + `Last-Event-ID` and classifies what
+//! the server sent as exactly one [`Behaviour`].
 //!
 //! Each round is judged by ssegate's own [`Guard`], fed what the probe read (the bytes before the
 //! cut, the disconnect, the reconnect response, the resumed bytes) as they arrive, with the call's
@@ -764,6 +765,9 @@ struct Resumed {
     first_resent: Option<Option<Bytes>>,
     /// The id of the first new message delivered (`Some(None)`: it had no id).
     first_new: Option<Option<Bytes>>,
+    /// The stream's reconnect delay at the cut: the server's `retry:` or `Retry-After`, else the
+    /// stream's default, raised to its floor and clamped.
+    delay: Duration,
 }
 
 /// How the last read of a round ended.
@@ -946,6 +950,7 @@ impl Watch {
                             .filter(|p| p.data_len > 0)
                             .and_then(|p| p.id);
                         self.resumed.cursor = resume.last_event_id;
+                        self.resumed.delay = resume.delay;
                     }
                 }
                 Some(Output::Reconnect(r)) => return Some(r.last_event_id),
@@ -1573,8 +1578,18 @@ async fn cut_rounds(
         let id = 1_000_002 + n as i64;
         let res = expect_sse(raw_post(client, &call(id)).await?, tool)?;
         let mut watch = Watch::new(RpcId::Number(id), stream);
-        let body = &mut pin!(res.bytes_stream());
-        let stop = pump(body, &mut watch, limits, Some(at), None, false).await;
+        // The call's body is dropped with this statement, before any resume: the cut closes the
+        // call's connection, as a client's cut does. A server still holding the request's stream
+        // open on it answers a resume differently (the Python SDK ends the resume with no event).
+        let stop = pump(
+            &mut pin!(res.bytes_stream()),
+            &mut watch,
+            limits,
+            Some(at),
+            None,
+            false,
+        )
+        .await;
         if n == 0 {
             second_ids = watch.conn.ids.clone();
         }
@@ -1663,12 +1678,21 @@ fn is_sse(res: &reqwest::Response) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
 }
 
-/// Cuts the round's stream where the probe stopped reading, resumes, and judges the answer.
+/// Cuts the round's stream where the probe stopped reading (the caller has dropped its
+/// connection), resumes, and judges the answer.
+///
+/// The resume waits as a client's does, never in the instant of the cut: the stream's reconnect
+/// delay (the server's `retry:` or `Retry-After`, else the default, raised to the jittered floor
+/// of [`StreamConfig::min_delay`], 250 ms by default), capped at the replay timeout. A server
+/// learns of the cut only when it reads the closed connection: a resume that overtakes that finds
+/// the request's stream still attached, and the Python SDK (under FastMCP too) then ends the
+/// resume with no event.
 async fn resume_round(client: &Client, mut watch: Watch, cut: CutAt, limits: Limits) -> Round {
     let replay_timeout = watch.stream.replay_timeout();
     let Some(cursor) = watch.cut() else {
         return watch.finish(cut, End::Decided);
     };
+    tokio::time::sleep(watch.resumed.delay.min(replay_timeout)).await;
     let res = match client.get_raw(&cursor).await {
         Ok(res) => res,
         Err(e) => {
