@@ -119,13 +119,19 @@
 //!
 //! # Foreign types in the public API
 //!
-//! Always: [`bytes::Bytes`] (event data, ids, chunks). Behind features, and only there: `http`
-//! (`http::response::Parts`), `client` (`reqwest::Error` as the source of
-//! `ClientError::Http` and `ClientError::InvalidResponse`, `reqwest::header`
-//! names and values in `ClientConfig::header`, `serde_json::Value` for call parameters and
-//! results), `codec` (`tokio_util::codec::Decoder`), `stream` and `guarded-stream`
-//! (`futures_core::Stream`), `redis` (none: the store connects from a URL), `rmcp-server` and `rmcp`
-//! (rmcp's traits and types). A new release of one of these crates with a breaking change is a
+//! Always: [`bytes::Bytes`] (event data, ids, chunks), `simd_json` (`Message::parse_value` hands
+//! back a `simd_json::BorrowedValue`; `simd_json::Error` is the source of `MessageError::Json`) and
+//! `serde` (`Message::deserialize` into any `serde::de::DeserializeOwned`). Behind features, and
+//! only there: `http` (`http::response::Parts`), `client` (`reqwest::Error` as the source of
+//! `ClientError::Http` and `ClientError::InvalidResponse`, `reqwest::Response` from
+//! `Client::post_raw` and `Client::get_raw`, `reqwest::header` names and values in
+//! `ClientConfig::header`, `serde_json::Value` for call parameters and results,
+//! `futures_core::Stream` from `Client::listen`), `codec` (`tokio_util::codec::Decoder`), `stream`
+//! and `guarded-stream` (`futures_core::Stream`), `redis` (`redis::aio::ConnectionLike`, the
+//! connection `RedisStore` is generic over, and its default `redis::aio::ConnectionManager`),
+//! `rmcp-server` and `rmcp` (rmcp's traits and types; for `rmcp`, also sse-stream 0.2's `Sse` and
+//! its error, which rmcp's client trait speaks, and `reqwest::Error` in `rmcp::Error::Http`). A new
+//! release of one of these crates with a breaking change is a
 //! breaking change of the feature that exposes it.
 //!
 //! The repository's README and its `docs` folder hold the design record, the full table of limits
