@@ -156,5 +156,4 @@ pub mod client;
 #[cfg(feature = "client")]
 pub mod probe;
 #[cfg(feature = "rmcp")]
-#[path = "rmcp_client.rs"]
 pub mod rmcp;
