@@ -36,8 +36,8 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::client::{
-    CallOptions, Client, ClientConfig, ClientError, MODERN_VERSIONS, PROTOCOL_2026_07_28,
-    PROTOCOL_VERSION, Protocol, Retry, TaskErrorKind, TaskGeneration, TaskMode,
+    CallOptions, Client, ClientConfig, ClientError, PROTOCOL_2026_07_28, PROTOCOL_VERSION,
+    Protocol, Retry, STATELESS_VERSIONS, TaskErrorKind, TaskGeneration, TaskMode,
 };
 use crate::guard::{
     ConnectionEnd, Decision, Guard, ReconnectResponse, Refusal, RefusalKind, Restart, Skip,
@@ -1281,9 +1281,9 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
     };
     let mut client_config = config.client.clone();
     client_config.reuse_connections(false);
-    let setting = client_config.protocol_setting().clone();
+    let setting = client_config.protocol_ref().clone();
     let pinned_modern =
-        matches!(&setting, Protocol::Only(v) if MODERN_VERSIONS.contains(&v.as_str()));
+        matches!(&setting, Protocol::Only(v) if STATELESS_VERSIONS.contains(&v.as_str()));
     // Which eras the server speaks: 2026-07-28 (stateless) first, under a short deadline so a
     // broken server cannot spend the probe's.
     let mut versions = Vec::new();
@@ -1411,7 +1411,7 @@ async fn task_reread(client: &Client, tool: &str, args: &Value) -> TaskReread {
     };
     params["taskId"] = json!(task.id());
     let read = json!({"jsonrpc": "2.0", "id": 1_000_100, "method": method, "params": params});
-    match client.raw_post(&read).await {
+    match client.post_raw(&read).await.and_then(success) {
         Ok(res) => {
             let half = first.message.len() / 2;
             let mut body = pin!(res.bytes_stream());
@@ -1479,7 +1479,7 @@ async fn cut_rounds(
                "params": {"name": tool, "arguments": config.args}})
     };
     // The baseline: the whole stream, to find where to cut.
-    let res = client.raw_post(&call(1_000_001)).await?;
+    let res = client.post_raw(&call(1_000_001)).await.and_then(success)?;
     if stateless && !is_sse(&res) {
         // On 2026-07-28 a JSON answer is as the specification allows: nothing to resume.
         let content_type = res
@@ -1554,7 +1554,7 @@ async fn cut_rounds(
     let mut second_ids = IdTrack::default();
     for (n, (cut, at)) in cuts.into_iter().enumerate() {
         let id = 1_000_002 + n as i64;
-        let res = expect_sse(client.raw_post(&call(id)).await?, tool)?;
+        let res = expect_sse(client.post_raw(&call(id)).await.and_then(success)?, tool)?;
         let mut watch = Watch::new(RpcId::Number(id), &config.decoder);
         let body = &mut pin!(res.bytes_stream());
         let stop = pump(body, &mut watch, limits, Some(at), None, false).await;
@@ -1657,7 +1657,7 @@ async fn resume_round(
     let Some(cursor) = watch.cut() else {
         return watch.finish(cut, End::Decided);
     };
-    let res = match client.raw_get(&cursor).await {
+    let res = match client.get_raw(&cursor).await {
         Ok(res) => res,
         Err(e) => {
             let why = format!("the resume request failed: {}", chain(&e));
@@ -1693,30 +1693,16 @@ async fn resume_round(
     watch.finish(cut, end)
 }
 
-impl Client {
-    /// POSTs a raw JSON-RPC request on the session (the probe reads the answer itself).
-    pub(crate) async fn raw_post(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
-        let res = self.post_raw(body).await?;
-        if res.status().is_success() {
-            Ok(res)
-        } else {
-            Err(ClientError::Status {
-                during: "probe call",
-                status: res.status().as_u16(),
-                body: String::new(),
-            })
-        }
-    }
-
-    /// `GET` + `Last-Event-ID` with the id's exact bytes.
-    pub(crate) async fn raw_get(
-        &self,
-        last_event_id: &Bytes,
-    ) -> Result<reqwest::Response, ClientError> {
-        let value = HeaderValue::from_bytes(last_event_id).map_err(|_| {
-            ClientError::Protocol(crate::client::ProtocolError::Unsendable("Last-Event-ID"))
-        })?;
-        self.get_raw(value).await
+/// `res` when it is a success, else [`ClientError::Status`] (its body unread).
+fn success(res: reqwest::Response) -> Result<reqwest::Response, ClientError> {
+    if res.status().is_success() {
+        Ok(res)
+    } else {
+        Err(ClientError::Status {
+            during: "probe call",
+            status: res.status().as_u16(),
+            body: String::new(),
+        })
     }
 }
 

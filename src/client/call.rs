@@ -13,7 +13,7 @@ use tracing::{Instrument, debug, info_span, warn};
 use super::error::Attempt;
 use super::transport::status_error;
 use super::{
-    CallOptions, Client, ClientError, ProtocolError, Retry, TaskHandle, modern, tasks, within,
+    CallOptions, Client, ClientError, ProtocolError, Retry, TaskHandle, tasks, v2026_07_28, within,
 };
 use crate::guard::{Refusal, RefusalKind};
 use crate::message::{Message, RpcId};
@@ -66,7 +66,7 @@ pub(super) struct ToolInfo {
     /// Safe to run twice (`readOnlyHint` or `idempotentHint`).
     pub(super) safe: bool,
     /// Its `x-mcp-header` arguments, mirrored into `Mcp-Param-*` headers on 2026-07-28.
-    pub(super) headers: Vec<modern::ParamHeader>,
+    pub(super) headers: Vec<v2026_07_28::ParamHeader>,
     /// Its 2025-11-25 `execution.taskSupport`.
     pub(super) tasks: tasks::TaskSupport,
 }
@@ -87,7 +87,7 @@ impl Drop for CancelOnDrop {
         };
         let id = self.id;
         // On 2026-07-28 the dropped response stream is itself the cancellation.
-        if client.session().modern {
+        if client.session().stateless {
             return;
         }
         runtime.spawn(async move {
@@ -150,7 +150,7 @@ impl Client {
                 None => json!({}),
             };
             let page: Value = self
-                .call("tools/list", params, true)
+                .call("tools/list", params, Retry::Always)
                 .await?
                 .message
                 .deserialize()
@@ -163,17 +163,17 @@ impl Client {
                 break;
             }
         }
-        let modern = self.session().modern;
+        let stateless = self.session().stateless;
         let mut known = HashMap::new();
         tools.retain(|t| {
             let Some(name) = t["name"].as_str() else {
                 return true;
             };
-            let headers = match modern::param_headers(&t["inputSchema"]) {
+            let headers = match v2026_07_28::param_headers(&t["inputSchema"]) {
                 Ok(headers) => headers,
                 // On 2026-07-28 a tool whose header annotations are invalid is left out (it could
                 // not be called with the headers the server expects).
-                Err(why) if modern => {
+                Err(why) if stateless => {
                     warn!(tool = name, why, "tool definition refused");
                     return false;
                 }
@@ -196,21 +196,18 @@ impl Client {
         Ok(tools)
     }
 
-    /// Calls `tools/call` with `{"name": name, "arguments": arguments}`. `retryable`: the caller
-    /// knows the tool may run twice ([`Retry::Always`]); otherwise [`Retry::IfSafe`] decides from
-    /// the tool's annotations.
+    /// Calls `tools/call` with `{"name": name, "arguments": arguments}`; `retry` says whether the
+    /// call may be issued again on a new session after its stream was lost: [`Retry::IfSafe`]
+    /// decides from the tool's annotations, [`Retry::Always`] when the caller knows the tool may
+    /// run twice, [`Retry::Never`] never.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Value,
-        retryable: bool,
+        retry: Retry,
     ) -> Result<Response, ClientError> {
         let mut options = CallOptions::default();
-        options.retry(if retryable {
-            Retry::Always
-        } else {
-            Retry::IfSafe
-        });
+        options.retry(retry);
         self.call_with(
             "tools/call",
             json!({"name": name, "arguments": arguments}),
@@ -219,20 +216,16 @@ impl Client {
         .await
     }
 
-    /// Sends one JSON-RPC request and returns its response; `retryable` as in
-    /// [`Client::call_tool`].
+    /// Sends one JSON-RPC request and returns its response; `retry` as in
+    /// [`Client::call_tool`] (every method but `tools/call` is safe to re-issue).
     pub async fn call(
         &self,
         method: &str,
         params: Value,
-        retryable: bool,
+        retry: Retry,
     ) -> Result<Response, ClientError> {
         let mut options = CallOptions::default();
-        options.retry(if retryable {
-            Retry::Always
-        } else {
-            Retry::IfSafe
-        });
+        options.retry(retry);
         self.call_with(method, params, &options).await
     }
 
@@ -309,7 +302,7 @@ impl Client {
         id: i64,
     ) -> Result<Response, ClientError> {
         let mut id = id;
-        if method == "tools/call" && self.session().modern {
+        if method == "tools/call" && self.session().stateless {
             let known = self.inner.tools.lock().expect("tools lock").is_some();
             // The tool's `x-mcp-header` arguments must be mirrored into headers: learn them
             // once (boxed: listing tools is itself a call).
@@ -324,7 +317,7 @@ impl Client {
             outcome.attempts += 1;
             let session = self.session();
             let mut wire = sent.clone();
-            if session.modern {
+            if session.stateless {
                 self.stamp(&mut wire, &session);
             }
             let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": wire});
@@ -377,7 +370,7 @@ impl Client {
                 let res = self.expect_ok(res, "request").await?;
                 let mut stream = session.streams.request_stream(rpc_id.clone());
                 // 2026-07-28 has no resumption: a cut stream is a lost request.
-                stream.resumable(!session.modern);
+                stream.resumable(!session.stateless);
                 let (tx, mut rx) = tokio::sync::oneshot::channel();
                 self.inner
                     .pending
@@ -403,7 +396,7 @@ impl Client {
             };
             let (failure, received, transport) = match attempt.await {
                 Ok(message)
-                    if session.modern && contains(message.data(), b"\"input_required\"") =>
+                    if session.stateless && contains(message.data(), b"\"input_required\"") =>
                 {
                     let value: Value = message.deserialize().map_err(|_| {
                         ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse)
@@ -476,7 +469,7 @@ impl Client {
                     transport,
                 });
             }
-            if session.modern {
+            if session.stateless {
                 // Stateless: nothing to renew. The request is issued again as a new request.
                 id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
                 continue;

@@ -21,10 +21,10 @@ use crate::{guard, resume, sse};
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// MCP 2026-07-28: stateless, per-request `_meta`, no resumption.
 pub const PROTOCOL_2026_07_28: &str = "2026-07-28";
-/// The stateless ("modern") versions the client speaks, newest first.
-pub const MODERN_VERSIONS: &[&str] = &[PROTOCOL_2026_07_28];
-/// The `initialize` ("legacy") versions the client speaks, newest first.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// The stateless versions the client speaks (no session, per-request `_meta`), newest first.
+pub const STATELESS_VERSIONS: &[&str] = &[PROTOCOL_2026_07_28];
+/// The versions the client speaks through an `initialize` handshake and a session, newest first.
+pub const INITIALIZE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// Default of [`ClientConfig::max_input_rounds`].
 pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 10;
@@ -37,8 +37,8 @@ pub enum Protocol {
     /// handshake offering [`PROTOCOL_VERSION`] (the server may choose an older version).
     #[default]
     Auto,
-    /// This version only: a stateless one ([`MODERN_VERSIONS`]) is never followed by
-    /// `initialize`; a legacy one is offered in `initialize` (the server may still choose another
+    /// This version only: a stateless one ([`STATELESS_VERSIONS`]) is never followed by
+    /// `initialize`; one of [`INITIALIZE_VERSIONS`] is offered in `initialize` (the server may still choose another
     /// version it and the client speak).
     Only(String),
 }
@@ -48,7 +48,7 @@ impl Protocol {
     pub fn parse(s: &str) -> Option<Protocol> {
         match s {
             "auto" => Some(Protocol::Auto),
-            v if MODERN_VERSIONS.contains(&v) || LEGACY_VERSIONS.contains(&v) => {
+            v if STATELESS_VERSIONS.contains(&v) || INITIALIZE_VERSIONS.contains(&v) => {
                 Some(Protocol::Only(v.to_owned()))
             }
             _ => None,
@@ -143,7 +143,8 @@ impl CallOptions {
     }
 }
 
-/// The client's settings. Setters take `&mut self` and chain.
+/// The client's settings. Setters take `&mut self` and chain; see the [module docs](super)
+/// for how a setting is read back.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ClientConfig {
@@ -227,8 +228,8 @@ impl ClientConfig {
         &mut self.stream
     }
 
-    /// The resumable stream's settings.
-    pub fn stream_config(&self) -> &resume::StreamConfig {
+    /// The resumable stream's settings, to read.
+    pub fn stream_ref(&self) -> &resume::StreamConfig {
         &self.stream
     }
 
@@ -290,8 +291,8 @@ impl ClientConfig {
         self
     }
 
-    /// The protocol setting ([`ClientConfig::protocol`]).
-    pub fn protocol_setting(&self) -> &Protocol {
+    /// Which protocol versions to speak, to read ([`ClientConfig::protocol`] sets it).
+    pub fn protocol_ref(&self) -> &Protocol {
         &self.protocol
     }
 

@@ -105,7 +105,7 @@ impl Client {
     pub(super) async fn dispatch(&self, session: &Session, d: guard::Delivery) {
         let handler = self.inner.config.handler.clone();
         match d.rpc.kind {
-            RpcKind::Request if session.modern => {
+            RpcKind::Request if session.stateless => {
                 // 2026-07-28 servers ask for input in `input_required` results; a client sends
                 // no responses there. Shown to the application, never answered.
                 warn!("a server request on a 2026-07-28 stream: not answered");

@@ -43,15 +43,20 @@
 //! [`Handler::notification`]. Calls take `&self` and run concurrently; a call dropped before its
 //! response sends `notifications/cancelled`.
 //!
+//! Settings are read as they are written: a [`ClientConfig`] setter is named after its setting
+//! and chains (`config.protocol(..)`), the setting is read back with `<setting>_ref()` and edited
+//! in place with `<setting>_mut()` (`config.stream_mut()`); a [`Client`]'s accessors are plain
+//! nouns (`session_id()`), `is_` for a yes-or-no (`is_stateless()`).
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), ssegate::client::ClientError> {
-//! use ssegate::client::{Client, ClientConfig};
+//! use ssegate::client::{Client, ClientConfig, Retry};
 //! use serde_json::json;
 //!
 //! let mut config = ClientConfig::default();
 //! config.bearer_token("secret");
 //! let client = Client::connect("https://mcp.example.com/mcp", config).await?;
-//! let response = client.call_tool("search", json!({"q": "sse"}), false).await?;
+//! let response = client.call_tool("search", json!({"q": "sse"}), Retry::IfSafe).await?;
 //! println!("{} bytes after {} resumes", response.message.len(), response.outcome.resumes);
 //! client.close().await?;
 //! # Ok(())
@@ -63,10 +68,10 @@ mod call;
 mod config;
 mod error;
 mod handler;
-mod modern;
 mod session;
 mod tasks;
 mod transport;
+mod v2026_07_28;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -80,8 +85,8 @@ use crate::message::{Message, RpcId};
 pub use call::{Outcome, Response};
 pub use config::{
     CallOptions, ClientConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ERROR_BODY,
-    DEFAULT_MAX_INPUT_ROUNDS, LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_2026_07_28,
-    PROTOCOL_VERSION, Protocol, Redirects, Retry,
+    DEFAULT_MAX_INPUT_ROUNDS, INITIALIZE_VERSIONS, PROTOCOL_2026_07_28, PROTOCOL_VERSION, Protocol,
+    Redirects, Retry, STATELESS_VERSIONS,
 };
 pub use error::{ClientError, ProtocolError, RpcError};
 pub use handler::{DefaultHandler, Handler, HandlerFuture};

@@ -17,9 +17,9 @@ use super::Handler;
 use super::error::Attempt;
 use super::transport::{Body, status_error};
 use super::{
-    Client, ClientConfig, ClientError, Inner, LEGACY_VERSIONS, MODERN_VERSIONS, Outcome,
-    PROTOCOL_2026_07_28, PROTOCOL_VERSION, Protocol, ProtocolError, SESSION_HEADER, modern,
-    transport::build_http, within,
+    Client, ClientConfig, ClientError, INITIALIZE_VERSIONS, Inner, Outcome, PROTOCOL_2026_07_28,
+    PROTOCOL_VERSION, Protocol, ProtocolError, SESSION_HEADER, STATELESS_VERSIONS,
+    transport::build_http, v2026_07_28, within,
 };
 use crate::message::{Message, RpcId};
 use crate::resume::stream::GuardedStream;
@@ -34,7 +34,7 @@ pub(super) struct Session {
     pub(super) id: Option<String>,
     pub(super) protocol_version: Option<String>,
     /// A stateless (2026-07-28) server: `_meta` on every request, no session, no resumption.
-    pub(super) modern: bool,
+    pub(super) stateless: bool,
     /// The `server/discover` result of a stateless server.
     pub(super) discover: Option<Arc<Value>>,
     /// The server's capabilities (from `initialize` or `server/discover`).
@@ -94,7 +94,7 @@ impl Client {
     /// Whether the server is spoken to statelessly (MCP 2026-07-28): no session, no resumption,
     /// a cut response stream is a lost (cancelled) request.
     pub fn is_stateless(&self) -> bool {
-        self.session().modern
+        self.session().stateless
     }
 
     /// The server's capabilities, as `initialize` or `server/discover` gave them.
@@ -103,7 +103,7 @@ impl Client {
     }
 
     /// The stateless server's `server/discover` result (`supportedVersions`, `capabilities`,
-    /// `serverInfo`, ...); `None` on a legacy session.
+    /// `serverInfo`, ...); `None` on an `initialize` session.
     pub fn discover_result(&self) -> Option<Arc<Value>> {
         self.session().discover
     }
@@ -118,27 +118,27 @@ impl Client {
     }
 
     /// Finds out how to speak to the server, as [`ClientConfig::protocol`] says: a
-    /// `server/discover` for 2026-07-28 (stateless), else (or after a legacy server's answer to
+    /// `server/discover` for 2026-07-28 (stateless), else (or after an `initialize` server's answer to
     /// it) a new session with `initialize` and `notifications/initialized`. Called by
-    /// [`Client::connect`] and when a legacy session must be renewed.
+    /// [`Client::connect`] and when an `initialize` session must be renewed.
     ///
     /// The era is told apart as the 2026-07-28 specification asks of a client that speaks both:
     /// a `server/discover` answered with a version in common is a stateless server; an
     /// unsupported-version error (`-32022`) naming a stateless version in common is asked again
-    /// with it, naming only legacy versions selects `initialize` with one of them; any other
-    /// answer short of `401`, `403` or a `5xx` (an error body that is not a recognized modern
-    /// error, an empty result) is a legacy server.
+    /// with it, naming only `initialize` versions selects `initialize` with one of them; any other
+    /// answer short of `401`, `403` or a `5xx` (an error body that is not a recognized 2026-07-28
+    /// error, an empty result) is an `initialize` server.
     pub async fn initialize(&self) -> Result<(), ClientError> {
         let offer = match self.inner.config.protocol.clone() {
-            Protocol::Only(v) if !MODERN_VERSIONS.contains(&v.as_str()) => {
-                return self.initialize_legacy(&v).await;
+            Protocol::Only(v) if !STATELESS_VERSIONS.contains(&v.as_str()) => {
+                return self.open_session(&v).await;
             }
             Protocol::Only(v) => Some(v),
             Protocol::Auto => None,
         };
         let pinned = offer.is_some();
-        let mut version = offer.unwrap_or_else(|| MODERN_VERSIONS[0].to_owned());
-        // One corrective round: a modern server that refused the version asked for.
+        let mut version = offer.unwrap_or_else(|| STATELESS_VERSIONS[0].to_owned());
+        // One corrective round: a stateless server that refused the version asked for.
         for round in 0..2 {
             // The first request of a client takes id 0 (as `initialize` does); a corrective
             // retry is a new request with a new id.
@@ -150,13 +150,13 @@ impl Client {
             let (era, answer) = self.discover(&version, id).await?;
             debug!(?era, version, "server/discover answered");
             match era {
-                modern::Era::Modern(v) => return self.open_modern(v, answer),
-                modern::Era::Corrective(v) if v != version || !pinned => version = v,
-                modern::Era::Corrective(_) => {}
-                modern::Era::NoCommonVersion(v) => {
+                v2026_07_28::Era::Stateless(v) => return self.open_stateless(v, answer),
+                v2026_07_28::Era::Corrective(v) if v != version || !pinned => version = v,
+                v2026_07_28::Era::Corrective(_) => {}
+                v2026_07_28::Era::NoCommonVersion(v) => {
                     return Err(ClientError::Protocol(ProtocolError::NoCommonVersion(v)));
                 }
-                modern::Era::Legacy(offer) => {
+                v2026_07_28::Era::Initialize(offer) => {
                     if pinned {
                         let supported = answer["error"]["data"]["supported"]
                             .as_array()
@@ -171,7 +171,7 @@ impl Client {
                         )));
                     }
                     let offer = offer.unwrap_or_else(|| PROTOCOL_VERSION.to_owned());
-                    return self.initialize_legacy(&offer).await;
+                    return self.open_session(&offer).await;
                 }
             }
         }
@@ -187,7 +187,7 @@ impl Client {
             .protocol_version
             .as_deref()
             .unwrap_or(PROTOCOL_2026_07_28);
-        modern::stamp_meta(
+        v2026_07_28::stamp_meta(
             params,
             version,
             &Self::capabilities(),
@@ -206,10 +206,10 @@ impl Client {
         &self,
         version: &str,
         id: i64,
-    ) -> Result<(modern::Era, Value), ClientError> {
+    ) -> Result<(v2026_07_28::Era, Value), ClientError> {
         let fresh = Session {
             protocol_version: Some(version.to_owned()),
-            modern: true,
+            stateless: true,
             streams: resume::Session::new(self.inner.config.stream.clone()),
             ..Session::default()
         };
@@ -233,7 +233,7 @@ impl Client {
                 _ => String::new(),
             };
             let answer: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-            let era = modern::classify(&answer, MODERN_VERSIONS, LEGACY_VERSIONS);
+            let era = v2026_07_28::classify(&answer, STATELESS_VERSIONS, INITIALIZE_VERSIONS);
             return Ok((era, answer));
         }
         let mut stream = self.inner.config.stream.build();
@@ -251,28 +251,32 @@ impl Client {
         match answer {
             // A discover result is small: a big answer is no discover result (and is not parsed).
             Ok(message) if message.len() > MAX_DISCOVER_RESULT => {
-                Ok((modern::Era::Legacy(None), Value::Null))
+                Ok((v2026_07_28::Era::Initialize(None), Value::Null))
             }
             Ok(message) => {
                 let answer: Value = message.deserialize().unwrap_or(Value::Null);
-                let era = modern::classify(&answer, MODERN_VERSIONS, LEGACY_VERSIONS);
+                let era = v2026_07_28::classify(&answer, STATELESS_VERSIONS, INITIALIZE_VERSIONS);
                 Ok((era, answer))
             }
-            // A legacy server's odd answer to a method it does not know (another content type,
-            // no response on its stream): not a modern server.
+            // An `initialize` server's odd answer to a method it does not know (another content type,
+            // no response on its stream): not a stateless server.
             Err(Attempt::Client(ClientError::Protocol(_))) => {
-                Ok((modern::Era::Legacy(None), Value::Null))
+                Ok((v2026_07_28::Era::Initialize(None), Value::Null))
             }
             Err(a) => Err(a.into_error()),
         }
     }
 
     /// Speaks `version` statelessly from now on.
-    pub(super) fn open_modern(&self, version: String, discover: Value) -> Result<(), ClientError> {
+    pub(super) fn open_stateless(
+        &self,
+        version: String,
+        discover: Value,
+    ) -> Result<(), ClientError> {
         let mut s = self.inner.session.write().expect("session lock");
         s.id = None;
         s.protocol_version = Some(version);
-        s.modern = true;
+        s.stateless = true;
         let result = discover.get("result").cloned().unwrap_or(Value::Null);
         s.capabilities = Some(Arc::new(result["capabilities"].clone()));
         s.discover = Some(Arc::new(result));
@@ -284,7 +288,7 @@ impl Client {
     }
 
     /// Opens a new session: `initialize` offering `offer`, then `notifications/initialized`.
-    pub(super) async fn initialize_legacy(&self, offer: &str) -> Result<(), ClientError> {
+    pub(super) async fn open_session(&self, offer: &str) -> Result<(), ClientError> {
         // Calls take ids from 1; `initialize` is alone on its new session and always takes 0.
         let id = 0;
         let req = json!({
@@ -309,7 +313,7 @@ impl Client {
             let error = status_error(res, "initialize", cap).await;
             if let ClientError::Status { body, .. } = &error {
                 let answer: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-                if let Some(supported) = modern::supported_versions_of_error(&answer) {
+                if let Some(supported) = v2026_07_28::supported_versions_of_error(&answer) {
                     return Err(ClientError::Protocol(ProtocolError::NoCommonVersion(
                         supported,
                     )));
@@ -351,7 +355,7 @@ impl Client {
             let mut s = self.inner.session.write().expect("session lock");
             s.id = session_id;
             s.protocol_version = Some(version);
-            s.modern = false;
+            s.stateless = false;
             s.discover = None;
             s.capabilities = Some(Arc::new(value["result"]["capabilities"].clone()));
             s.generation += 1;
@@ -383,7 +387,7 @@ impl Client {
         }
         // The server was found to speak `initialize`: a new session with the version it chose.
         let offer = old.protocol_version.as_deref().unwrap_or(PROTOCOL_VERSION);
-        self.initialize_legacy(offer).await
+        self.open_session(offer).await
     }
 
     /// The standalone `GET` stream: server notifications and requests outside any call, guarded
@@ -394,7 +398,7 @@ impl Client {
     ) -> Result<impl Stream<Item = Result<Message, Failure>> + use<>, ClientError> {
         let session = self.session();
         let open = async {
-            let res = if session.modern {
+            let res = if session.stateless {
                 let mut params = json!({"notifications": {
                     "toolsListChanged": true,
                     "promptsListChanged": true,
@@ -413,7 +417,7 @@ impl Client {
         };
         let res = within(self.inner.config.call_timeout, open).await?;
         let mut stream = session.streams.listen_stream();
-        if session.modern {
+        if session.stateless {
             // The `subscriptions/listen` stream ends when the server ends it: nothing to resume.
             stream.keep_open(false);
             stream.resumable(false);
@@ -464,7 +468,7 @@ impl Client {
     /// Ends the session with `DELETE` (nothing to do for a sessionless server).
     pub async fn close(self) -> Result<(), ClientError> {
         let session = self.session();
-        if session.id.is_none() || session.modern {
+        if session.id.is_none() || session.stateless {
             return Ok(());
         }
         within(self.inner.config.call_timeout, self.delete(&session)).await

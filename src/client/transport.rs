@@ -14,7 +14,7 @@ use tracing::debug;
 use super::Handler;
 use super::error::Attempt;
 use super::{
-    Client, ClientConfig, ClientError, Outcome, ProtocolError, Redirects, Session, modern,
+    Client, ClientConfig, ClientError, Outcome, ProtocolError, Redirects, Session, v2026_07_28,
 };
 use crate::gate::Verdict;
 use crate::guard::{Refusal, RefusalKind};
@@ -179,7 +179,7 @@ impl Client {
         during: &'static str,
     ) -> Result<reqwest::Response, ClientError> {
         let mut extra = HeaderMap::new();
-        if session.modern {
+        if session.stateless {
             let params = match (body["method"].as_str(), body["params"]["name"].as_str()) {
                 (Some("tools/call"), Some(name)) => self
                     .inner
@@ -191,7 +191,7 @@ impl Client {
                     .unwrap_or_default(),
                 _ => Vec::new(),
             };
-            let headers = modern::request_headers(body, &params)
+            let headers = v2026_07_28::request_headers(body, &params)
                 .map_err(|what| ClientError::Protocol(ProtocolError::Unsendable(what)))?;
             extra.extend(headers);
         }
@@ -447,10 +447,16 @@ impl Client {
         Ok((response, body))
     }
 
-    /// POSTs `body` on the current session, answer unread (for the probe).
-    pub(crate) async fn post_raw(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
+    /// POSTs the JSON-RPC message `body` on the current session and returns the answer unread,
+    /// whatever its status: the escape hatch for a tool that reads a response itself (a probe of
+    /// the server's behaviour, a conformance check). The request is sent as the client's own are:
+    /// the configured headers, `Mcp-Session-Id` and `MCP-Protocol-Version` of the session, and on
+    /// a stateless (2026-07-28) server the `_meta` fields added to `params` and the `Mcp-*`
+    /// request headers. Nothing is guarded, resumed or re-issued; a redirect is handled as for any
+    /// request ([`ClientConfig::redirects`]).
+    pub async fn post_raw(&self, body: &Value) -> Result<reqwest::Response, ClientError> {
         let session = self.session();
-        if session.modern {
+        if session.stateless {
             let mut body = body.clone();
             self.stamp(&mut body["params"], &session);
             return self.post(&session, &body, "request").await;
@@ -458,12 +464,14 @@ impl Client {
         self.post(&session, body, "request").await
     }
 
-    /// `GET` with `Last-Event-ID` on the current session, answer unread (for the probe).
-    pub(crate) async fn get_raw(
-        &self,
-        last_event_id: HeaderValue,
-    ) -> Result<reqwest::Response, ClientError> {
-        self.get_stream(&self.session(), Some(last_event_id), "resume")
+    /// `GET` for an event stream on the current session with `Last-Event-ID` set to exactly
+    /// `last_event_id`, the answer unread whatever its status: the resume request of
+    /// [`Client::post_raw`]'s escape hatch. An id that cannot be sent as a header value (a
+    /// control character) is [`ProtocolError::Unsendable`].
+    pub async fn get_raw(&self, last_event_id: &[u8]) -> Result<reqwest::Response, ClientError> {
+        let value = HeaderValue::from_bytes(last_event_id)
+            .map_err(|_| ClientError::Protocol(ProtocolError::Unsendable("Last-Event-ID")))?;
+        self.get_stream(&self.session(), Some(value), "resume")
             .await
     }
 }

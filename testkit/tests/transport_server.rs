@@ -1190,7 +1190,7 @@ async fn stateless_mode_speaks_2026_07_28_only() {
             .unwrap();
         assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
         assert!(client.is_stateless());
-        let r = client.call_tool("big_result", json!({}), false).await.unwrap();
+        let r = client.call_tool("big_result", json!({}), Retry::IfSafe).await.unwrap();
         assert!(r.message.data().eq_bytes(&expected_modern_result(&serde_json::from_str(&r.request_id.to_string()).unwrap(), RESULT, SEED)));
         let mut pinned = ClientConfig::default();
         pinned.protocol(Protocol::Only("2025-11-25".into()));
@@ -1239,7 +1239,7 @@ async fn input_required_rounds_are_answered_and_bounded() {
         let client = Client::connect(&url, config).await.unwrap();
 
         let r = client
-            .call_tool("ask", json!({"rounds": 3}), false)
+            .call_tool("ask", json!({"rounds": 3}), Retry::IfSafe)
             .await
             .unwrap();
         assert_eq!(r.outcome.input_rounds, 3);
@@ -1251,7 +1251,7 @@ async fn input_required_rounds_are_answered_and_bounded() {
         assert_eq!(server.stats().calls, 1);
 
         let err = client
-            .call_tool("ask", json!({"rounds": 4}), false)
+            .call_tool("ask", json!({"rounds": 4}), Retry::IfSafe)
             .await
             .unwrap_err();
         assert!(
@@ -1264,7 +1264,7 @@ async fn input_required_rounds_are_answered_and_bounded() {
         // A handler that cannot answer: a typed error naming the request.
         let client = Client::connect(&url, ClientConfig::default()).await.unwrap();
         let err = client
-            .call_tool("ask", json!({"rounds": 1}), false)
+            .call_tool("ask", json!({"rounds": 1}), Retry::IfSafe)
             .await
             .unwrap_err();
         assert!(
