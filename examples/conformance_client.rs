@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use ssegate::client::{Client, ClientConfig, Handler, HandlerFuture, Response, RpcError};
+use ssegate::client::{Client, ClientConfig, Handler, HandlerFuture, Response, Retry, RpcError};
 
 /// What a scenario returns: `Err` carries the reason it failed.
 type Outcome = Result<(), String>;

@@ -38,8 +38,8 @@ pub enum Protocol {
     #[default]
     Auto,
     /// This version only: a stateless one ([`STATELESS_VERSIONS`]) is never followed by
-    /// `initialize`; one of [`INITIALIZE_VERSIONS`] is offered in `initialize` (the server may still choose another
-    /// version it and the client speak).
+    /// `initialize`; one of [`INITIALIZE_VERSIONS`] is offered in `initialize` (the server may
+    /// still choose another version it and the client speak).
     Only(String),
 }
 

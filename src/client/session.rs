@@ -118,8 +118,8 @@ impl Client {
     }
 
     /// Finds out how to speak to the server, as [`ClientConfig::protocol`] says: a
-    /// `server/discover` for 2026-07-28 (stateless), else (or after an `initialize` server's answer to
-    /// it) a new session with `initialize` and `notifications/initialized`. Called by
+    /// `server/discover` for 2026-07-28 (stateless), else (or after an `initialize` server's
+    /// answer to it) a new session with `initialize` and `notifications/initialized`. Called by
     /// [`Client::connect`] and when an `initialize` session must be renewed.
     ///
     /// The era is told apart as the 2026-07-28 specification asks of a client that speaks both:
@@ -258,8 +258,8 @@ impl Client {
                 let era = v2026_07_28::classify(&answer, STATELESS_VERSIONS, INITIALIZE_VERSIONS);
                 Ok((era, answer))
             }
-            // An `initialize` server's odd answer to a method it does not know (another content type,
-            // no response on its stream): not a stateless server.
+            // An `initialize` server's odd answer to a method it does not know (another content
+            // type, no response on its stream): not a stateless server.
             Err(Attempt::Client(ClientError::Protocol(_))) => {
                 Ok((v2026_07_28::Era::Initialize(None), Value::Null))
             }

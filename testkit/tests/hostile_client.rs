@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue};
 use serde_json::json;
-use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Redirects};
+use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Redirects, Retry};
 use ssegate::guard::{RefusalKind, Restart};
 use ssegate::resume::{self, Failure};
 use ssegate::sse;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use ssegate::client::{Client, ClientConfig, ClientError};
+use ssegate::client::{Client, ClientConfig, ClientError, Retry};
 use ssegate_testkit::server::{RunningServer, ServerConfig};
 use ssegate_testkit::tls::{ConnectProxy, TlsFront};
 
