@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::TaskError;
 #[cfg(doc)]
-use super::{ClientConfig, Redirects};
+use super::{ClientConfig, Handler, Redirects};
 use crate::gate::Verdict;
 use crate::guard::Refusal;
 use crate::message::{Message, RpcId};

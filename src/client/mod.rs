@@ -64,6 +64,10 @@
 //! ```
 #![forbid(unsafe_code)]
 
+// One file per concern: the settings (`config`), errors (`error`), the session and how the server's
+// protocol era is found (`session`), calls and their re-issue (`call`), HTTP requests and reading
+// answers (`transport`), the application's handler (`handler`), tasks (`tasks`), and the 2026-07-28
+// wire format (`v2026_07_28`).
 mod call;
 mod config;
 mod error;
@@ -81,6 +85,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::message::{Message, RpcId};
+#[cfg(doc)]
+use crate::resume::{self, ResumableStream, stream::GuardedStream};
 
 pub use call::{Outcome, Response};
 pub use config::{
@@ -100,6 +106,7 @@ pub(crate) use transport::{build_http, mime_is};
 use call::{CancelOnDrop, ToolInfo};
 use session::Session;
 
+/// What the clones of a [`Client`] share: the HTTP stack, the settings, the session, the calls.
 struct Inner {
     http: reqwest::Client,
     url: reqwest::Url,
