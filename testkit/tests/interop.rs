@@ -704,7 +704,10 @@ async fn probe_classifies_each_sdk() {
     }
     // `@modelcontextprotocol/server` 2.x serving 2026-07-28 only: no 2025-era rounds; its SSE
     // streams carry no event ids.
-    if let Some(server) = start(Sdk::Ts2026, &["--response-mode", "sse", "--only-2026-07-28"]) {
+    if let Some(server) = start(
+        Sdk::Ts2026,
+        &["--response-mode", "sse", "--only-2026-07-28"],
+    ) {
         let mut config = ProbeConfig::default();
         config
             .tool("big_result", json!({"size": 256 << 10}))
