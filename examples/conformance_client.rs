@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use ssegate::client::{Client, ClientConfig, Handler, HandlerFuture, Response, RpcError};
+use ssegate::client::{Client, ClientConfig, Handler, HandlerFuture, Response, Retry, RpcError};
 
 /// What a scenario returns: `Err` carries the reason it failed.
 type Outcome = Result<(), String>;
@@ -124,7 +124,7 @@ async fn sse_retry(client: &Client) -> Outcome {
     let tools = list_tools(client).await?;
     find_tool(&tools, "test_reconnection")?;
     let response = client
-        .call_tool("test_reconnection", json!({}), false)
+        .call_tool("test_reconnection", json!({}), Retry::IfSafe)
         .await
         .map_err(|e| format!("tools/call test_reconnection: {e}"))?;
     let resumes = response.outcome.resumes;
@@ -302,7 +302,7 @@ fn find_tool<'a>(tools: &'a [Value], name: &str) -> Result<&'a Value, String> {
 async fn call_tool(client: &Client, name: &str, arguments: Value) -> Result<Value, String> {
     let during = format!("tools/call {name}");
     let response = client
-        .call_tool(name, arguments, false)
+        .call_tool(name, arguments, Retry::IfSafe)
         .await
         .map_err(|e| format!("{during}: {e}"))?;
     let result = result_of(response, &during)?;
@@ -315,7 +315,7 @@ async fn call_tool(client: &Client, name: &str, arguments: Value) -> Result<Valu
 /// Any other request: its result, or why it failed.
 async fn request(client: &Client, method: &str, params: Value) -> Result<Value, String> {
     let response = client
-        .call(method, params, true)
+        .call(method, params, Retry::Always)
         .await
         .map_err(|e| format!("{method}: {e}"))?;
     result_of(response, method)

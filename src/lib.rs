@@ -71,11 +71,11 @@
 //! # #[cfg(feature = "client")]
 //! # async fn run() -> Result<(), ssegate::client::ClientError> {
 //! use serde_json::json;
-//! use ssegate::client::{Client, ClientConfig, ClientError};
+//! use ssegate::client::{Client, ClientConfig, ClientError, Retry};
 //!
 //! let client = Client::connect("https://mcp.example.com/mcp", ClientConfig::default()).await?;
-//! // `false`: re-issue on a new session only if the tool is known to be safe to run twice.
-//! match client.call_tool("search", json!({"q": "sse"}), false).await {
+//! // Re-issued on a new session only if the tool is known to be safe to run twice.
+//! match client.call_tool("search", json!({"q": "sse"}), Retry::IfSafe).await {
 //!     Ok(r) => println!("{} bytes, {} resumes", r.message.len(), r.outcome.resumes),
 //!     // The stream was lost and nothing was re-issued: the server may have run the tool.
 //!     Err(ClientError::OutcomeUnknown { failure, .. }) => eprintln!("outcome unknown: {failure}"),
@@ -172,5 +172,4 @@ pub use message::{Message, RpcId};
 pub use resume::{Failure, Output, Refusal, RefusalKind, ResumableStream, StreamConfig};
 pub use sse::{Decoder, DecoderConfig, Event};
 #[cfg(feature = "rmcp")]
-#[path = "rmcp_client.rs"]
 pub mod rmcp;

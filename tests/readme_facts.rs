@@ -583,8 +583,8 @@ fn cli_readme_protocol_versions_are_the_clients() {
         .expect("cli/README.md names `--protocol ...`");
     let stated: Vec<&str> = list.split("\\|").collect();
     let mut real = vec!["auto"];
-    real.extend(ssegate::client::MODERN_VERSIONS);
-    real.extend(ssegate::client::LEGACY_VERSIONS);
+    real.extend(ssegate::client::STATELESS_VERSIONS);
+    real.extend(ssegate::client::INITIALIZE_VERSIONS);
     assert_eq!(
         stated, real,
         "cli/README.md's --protocol values (left) against the client's"

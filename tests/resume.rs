@@ -482,7 +482,7 @@ fn the_replay_timeout_keeps_the_guards_settings() {
     client.guard(g).replay_timeout(Duration::from_secs(3));
     // Edited in place, too: nothing else moves.
     client.stream_mut().guard_mut().window(64);
-    let config = client.stream_config().clone();
+    let config = client.stream_ref().clone();
 
     let mut s = config.build();
     assert_eq!(s.replay_timeout(), Duration::from_secs(3));

@@ -11,8 +11,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ssegate::client::{
-    CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, LEGACY_VERSIONS,
-    MODERN_VERSIONS, Outcome, Protocol, Retry, TaskMode,
+    CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, INITIALIZE_VERSIONS,
+    Outcome, Protocol, Retry, STATELESS_VERSIONS, TaskMode,
 };
 use ssegate::message::{Message, RpcId};
 
@@ -113,8 +113,8 @@ impl From<TasksArg> for TaskMode {
 /// `auto` or one of the versions the client speaks, as the library lists them.
 fn protocol_parser() -> impl TypedValueParser<Value = Protocol> {
     let names = std::iter::once("auto")
-        .chain(MODERN_VERSIONS.iter().copied())
-        .chain(LEGACY_VERSIONS.iter().copied());
+        .chain(STATELESS_VERSIONS.iter().copied())
+        .chain(INITIALIZE_VERSIONS.iter().copied());
     PossibleValuesParser::new(names)
         .map(|s| Protocol::parse(&s).expect("a possible value is a protocol"))
 }

@@ -102,12 +102,12 @@ fn a_stateless_server_is_probed_on_2026_07_28() {
     assert_eq!(v["rounds"], serde_json::json!([]));
     let versions = v["versions"].as_array().unwrap();
     assert_eq!(versions.len(), 1, "{stdout}");
-    let modern = &versions[0];
-    assert_eq!(modern["version"], "2026-07-28");
-    assert_eq!(modern["stateless"], true);
-    assert_eq!(modern["idScheme"], "none");
-    assert_eq!(modern["verdict"], "not-resumable");
-    let behaviours: Vec<&str> = modern["rounds"]
+    let stateless = &versions[0];
+    assert_eq!(stateless["version"], "2026-07-28");
+    assert_eq!(stateless["stateless"], true);
+    assert_eq!(stateless["idScheme"], "none");
+    assert_eq!(stateless["verdict"], "not-resumable");
+    let behaviours: Vec<&str> = stateless["rounds"]
         .as_array()
         .unwrap()
         .iter()

@@ -125,7 +125,10 @@ fn probe_classifies_each_sdk() {
     }
     // `@modelcontextprotocol/server` 2.x serving 2026-07-28 only: no 2025-era rounds; its SSE
     // streams carry no event ids.
-    if let Some(server) = start(Sdk::Ts2026, &["--response-mode", "sse", "--modern-only"]) {
+    if let Some(server) = start(
+        Sdk::Ts2026,
+        &["--response-mode", "sse", "--only-2026-07-28"],
+    ) {
         let (code, v) = probe(&server.url(), &big);
         assert_eq!(code, Some(1), "{v}");
         assert_eq!(v["server"]["protocolVersion"], Value::Null);

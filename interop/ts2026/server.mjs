@@ -1,7 +1,7 @@
 // An MCP server on the official TypeScript SDK v2 (`@modelcontextprotocol/server`, which serves
 // MCP revision 2026-07-28), for ssegate's interop tests.
 //
-//   node server.mjs [--port N] [--host H] [--response-mode auto|sse|json] [--modern-only] [--verbose]
+//   node server.mjs [--port N] [--host H] [--response-mode auto|sse|json] [--only-2026-07-28] [--verbose]
 //
 // Port: --port, else $PORT, else 0 (any free port). Binds only H (default 127.0.0.1). Once
 // listening it prints one line `listening http://HOST:PORT/mcp` on stdout, so a harness started
@@ -11,14 +11,14 @@
 // mounted on `node:http` with `toNodeHandler` from `@modelcontextprotocol/node`, at /mcp:
 //
 // - 2026-07-28 requests (a `_meta` envelope naming `io.modelcontextprotocol/protocolVersion`): the
-//   modern path. Stateless: no initialize, no Mcp-Session-Id, no event store, no resumption;
+//   2026-07-28 path. Stateless: no initialize, no Mcp-Session-Id, no event store, no resumption;
 //   POST only. `--response-mode` is the SDK's `responseMode`: `auto` (the SDK default: one JSON
 //   body, upgraded to an SSE stream when the handler sends a notification before its result, as
 //   `progress` does), `sse` (always SSE), `json` (never SSE; notifications dropped). SSE events
 //   are `event: message` + `data:`, with no `id:` and no `retry:`.
 // - 2025-era requests (no envelope, e.g. `initialize`): the SDK's default stateless legacy
 //   fallback (a stateless 1.x-style streamable HTTP transport per request; GET/DELETE 405).
-//   `--modern-only`: `legacy: 'reject'`, they are refused with the unsupported-protocol-version
+//   `--only-2026-07-28`: `legacy: 'reject'`, they are refused with the unsupported-protocol-version
 //   error instead.
 // `--verbose`: the SDK's `onerror` reports (rejected requests, handler failures) on stderr.
 //
@@ -52,7 +52,7 @@ if (!['auto', 'sse', 'json'].includes(responseMode)) {
     console.error(`--response-mode must be auto, sse or json (got ${responseMode})`);
     process.exit(2);
 }
-const modernOnly = flag('--modern-only');
+const only2026 = flag('--only-2026-07-28');
 const verbose = flag('--verbose');
 
 /** The deterministic content: `size` bytes of 16-byte blocks `<offset as %015x>|`. */
@@ -140,7 +140,7 @@ function buildServer() {
 
 const mcp = createMcpHandler(() => buildServer(), {
     responseMode,
-    ...(modernOnly && { legacy: 'reject' }),
+    ...(only2026 && { legacy: 'reject' }),
     ...(verbose && { onerror: e => console.error('mcp:', e.message) })
 });
 const node = toNodeHandler(mcp, { onerror: e => console.error('adapter:', e) });

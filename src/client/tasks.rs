@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tracing::{debug, warn};
 
 use super::{
-    CallOptions, Client, ClientError, Outcome, ProtocolError, Response, Retry, modern, within,
+    CallOptions, Client, ClientError, Outcome, ProtocolError, Response, Retry, v2026_07_28, within,
 };
 use crate::message::{Message, RpcId};
 use crate::sse::Data;
@@ -311,7 +311,7 @@ fn declare_extension(params: &mut Value) {
     if !meta.is_object() {
         *meta = json!({});
     }
-    meta[modern::META_CAPABILITIES]["extensions"][TASKS_EXTENSION] = json!({});
+    meta[v2026_07_28::META_CAPABILITIES]["extensions"][TASKS_EXTENSION] = json!({});
 }
 
 /// A uniform fraction in [0, 1), from the standard library's per-process random keys.
@@ -426,11 +426,11 @@ impl Client {
         mode: TaskMode,
     ) -> Result<Option<TaskGeneration>, ClientError> {
         let session = self.session();
-        if mode == TaskMode::Never && session.modern {
+        if mode == TaskMode::Never && session.stateless {
             return Ok(None);
         }
         let capabilities = session.capabilities.clone().unwrap_or_default();
-        if session.modern {
+        if session.stateless {
             // The server alone decides; declaring the extension never forces a task. `Require`
             // asks that the server said it offers them.
             let offered = capabilities["extensions"].get(TASKS_EXTENSION).is_some();
@@ -807,20 +807,20 @@ mod tests {
 
     #[test]
     fn handles_are_recognised_in_their_generation_only() {
-        let modern = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t-1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000,"pollIntervalMs":250}}"#;
-        let h = handle_of(&message(modern), TaskGeneration::Extension).expect("a handle");
+        let extension = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t-1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000,"pollIntervalMs":250}}"#;
+        let h = handle_of(&message(extension), TaskGeneration::Extension).expect("a handle");
         assert_eq!(h.id(), "t-1");
         assert_eq!(h.poll_interval(), Some(Duration::from_millis(250)));
         assert_eq!(h.ttl(), Some(Duration::from_secs(60)));
-        assert!(handle_of(&message(modern), TaskGeneration::Experimental).is_none());
+        assert!(handle_of(&message(extension), TaskGeneration::Experimental).is_none());
 
-        let legacy = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t-2","status":"working","ttl":null,"pollInterval":1000,"createdAt":"x","lastUpdatedAt":"x"}}}"#;
-        let h = handle_of(&message(legacy), TaskGeneration::Experimental).expect("a handle");
+        let experimental = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t-2","status":"working","ttl":null,"pollInterval":1000,"createdAt":"x","lastUpdatedAt":"x"}}}"#;
+        let h = handle_of(&message(experimental), TaskGeneration::Experimental).expect("a handle");
         assert_eq!(
             (h.id(), h.poll_interval(), h.ttl()),
             ("t-2", Some(Duration::from_secs(1)), None)
         );
-        assert!(handle_of(&message(legacy), TaskGeneration::Extension).is_none());
+        assert!(handle_of(&message(experimental), TaskGeneration::Extension).is_none());
 
         // A direct result is not a handle, even when its text says "task".
         let direct = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"resultType task taskId"}],"resultType":"complete"}}"#;
@@ -839,8 +839,11 @@ mod tests {
             json!({"taskId": "abc", "generation": "io.modelcontextprotocol/tasks", "tool": "charge"})
         );
         assert_eq!(TaskHandle::from_json(&stored), Some(h));
-        let legacy = TaskHandle::new("x", TaskGeneration::Experimental);
-        assert_eq!(TaskHandle::from_json(&legacy.to_json()), Some(legacy));
+        let experimental = TaskHandle::new("x", TaskGeneration::Experimental);
+        assert_eq!(
+            TaskHandle::from_json(&experimental.to_json()),
+            Some(experimental)
+        );
         assert_eq!(
             TaskHandle::from_json(&json!({"taskId": "x", "generation": "2030"})),
             None
@@ -855,27 +858,27 @@ mod tests {
     fn the_extension_is_declared_beside_the_clients_capabilities() {
         let mut params = json!({"taskId": "t"});
         declare_extension(&mut params);
-        modern::stamp_meta(
+        v2026_07_28::stamp_meta(
             &mut params,
             "2026-07-28",
             &json!({"roots": {}, "elicitation": {}}),
             "me",
         );
-        let caps = &params["_meta"][modern::META_CAPABILITIES];
+        let caps = &params["_meta"][v2026_07_28::META_CAPABILITIES];
         assert_eq!(caps["roots"], json!({}));
         assert_eq!(caps["extensions"][TASKS_EXTENSION], json!({}));
         assert_eq!(params["taskId"], "t");
         // Without a declaration, the capabilities are the client's alone.
         let mut plain = json!({});
-        modern::stamp_meta(&mut plain, "2026-07-28", &json!({"roots": {}}), "me");
-        assert!(plain["_meta"][modern::META_CAPABILITIES]["extensions"].is_null());
+        v2026_07_28::stamp_meta(&mut plain, "2026-07-28", &json!({"roots": {}}), "me");
+        assert!(plain["_meta"][v2026_07_28::META_CAPABILITIES]["extensions"].is_null());
     }
 
     #[test]
     fn task_methods_name_their_task_in_mcp_name() {
         for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
             let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": {"taskId": "786512e2"}});
-            let h = modern::request_headers(&body, &[]).unwrap();
+            let h = v2026_07_28::request_headers(&body, &[]).unwrap();
             assert_eq!(h["mcp-name"], "786512e2", "{method}");
             assert_eq!(h["mcp-method"], method);
         }

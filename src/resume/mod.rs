@@ -150,7 +150,9 @@ pub use crate::guard::{
 #[cfg(feature = "guarded-stream")]
 pub mod stream;
 
-/// Settings of a [`ResumableStream`]. Setters take `&mut self` and chain.
+/// Settings of a [`ResumableStream`]. A setter is named after its setting, takes `&mut self` and
+/// chains; a part with settings of its own is read with `<part>_ref()` and edited in place with
+/// `<part>_mut()`.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct StreamConfig {
@@ -211,6 +213,11 @@ impl StreamConfig {
         self
     }
 
+    /// The decoder's limits.
+    pub fn decoder_ref(&self) -> &sse::DecoderConfig {
+        &self.decoder
+    }
+
     /// The decoder's limits, to edit in place.
     pub fn decoder_mut(&mut self) -> &mut sse::DecoderConfig {
         &mut self.decoder
@@ -229,7 +236,7 @@ impl StreamConfig {
     }
 
     /// The guard's settings.
-    pub fn guard_config(&self) -> &GuardConfig {
+    pub fn guard_ref(&self) -> &GuardConfig {
         &self.guard
     }
 

@@ -20,7 +20,7 @@
 //! without running the tool again; the naive client, which does not use tasks, runs it again.
 //!
 //! Each trial is classified: [`TrialClass::Intact`] (the delivered bytes are exactly
-//! [`expected_result`], or [`expected_modern_result`] for the id of the request that was answered), [`TrialClass::SilentCorruption`] (something else was delivered without an
+//! [`expected_result`], or [`expected_result_2026_07_28`] for the id of the request that was answered), [`TrialClass::SilentCorruption`] (something else was delivered without an
 //! error) or [`TrialClass::Refused`] (an error, nothing delivered).
 //!
 //! **Several instances** ([`DemoConfig::instances`], [`DemoConfig::store`]): the harness starts N
@@ -51,8 +51,8 @@ use crate::http1::{self, WireError};
 use crate::proxy::{Cut, ProxyConfig, RunningProxy};
 use crate::server::balancer::RunningBalancer;
 use crate::server::{
-    DEFAULT_SEED, MCP_PATH, MODERN_VERSION, RunningServer, ServerConfig, ServerMode, ServerStore,
-    SessionDirectory, expected_modern_result, expected_result,
+    DEFAULT_SEED, MCP_PATH, RunningServer, ServerConfig, ServerMode, ServerStore, SessionDirectory,
+    VERSION_2026_07_28, expected_result, expected_result_2026_07_28,
 };
 
 /// Trials per server mode and client by default.
@@ -794,7 +794,7 @@ async fn measure_task_read(proxy: &RunningProxy) -> Result<Layout, DemoError> {
     let extension = json!({"extensions": {crate::server::TASKS_EXTENSION: {}}});
     let mut call = json!({"name": "big_result", "arguments": {}});
     call["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/protocolVersion": VERSION_2026_07_28,
         crate::server::CLIENT_CAPABILITIES: extension,
     });
     let body =
@@ -822,7 +822,7 @@ async fn measure_task_read(proxy: &RunningProxy) -> Result<Layout, DemoError> {
         tokio::time::sleep(Duration::from_millis(10)).await;
         let mut params = json!({"taskId": task_id});
         params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/protocolVersion": VERSION_2026_07_28,
             crate::server::CLIENT_CAPABILITIES: extension,
         });
         let get = to_bytes(
@@ -864,7 +864,7 @@ async fn measure_task_read(proxy: &RunningProxy) -> Result<Layout, DemoError> {
 /// The exact `big_result` response a server in `mode` sends to request `id`.
 fn expected_for(mode: ServerMode, id: &Value, size: usize) -> Bytes {
     if mode.is_stateless() {
-        expected_modern_result(id, size, DEFAULT_SEED)
+        expected_result_2026_07_28(id, size, DEFAULT_SEED)
     } else {
         expected_result(id, size, DEFAULT_SEED)
     }
@@ -1000,7 +1000,7 @@ pub struct NaiveClient {
     session: Option<String>,
     timeout: Duration,
     /// Speaks MCP 2026-07-28: `_meta` on every request, no session.
-    modern: bool,
+    stateless: bool,
 }
 
 /// How many times the naive client resumes one call before it gives up.
@@ -1015,7 +1015,7 @@ impl NaiveClient {
             addr,
             session: None,
             timeout: Duration::from_secs(30),
-            modern: false,
+            stateless: false,
         };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "naive", "version": "0"}}});
@@ -1048,7 +1048,7 @@ impl NaiveClient {
             addr,
             session: None,
             timeout: Duration::from_secs(30),
-            modern: true,
+            stateless: true,
         };
         let discover = c.request(0, "server/discover", json!({}));
         let during = NaiveStep::Discover;
@@ -1081,8 +1081,9 @@ impl NaiveClient {
 
     /// A request's body: on MCP 2026-07-28 its `params` carry the version in `_meta`.
     fn request(&self, id: i64, method: &str, mut params: Value) -> Bytes {
-        if self.modern {
-            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": MODERN_VERSION});
+        if self.stateless {
+            params["_meta"] =
+                json!({"io.modelcontextprotocol/protocolVersion": VERSION_2026_07_28});
         }
         to_bytes(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
     }
@@ -1106,8 +1107,8 @@ impl NaiveClient {
         if let Some(s) = &self.session {
             headers.push(("mcp-session-id", s.as_str()));
         }
-        if self.modern {
-            headers.push(("mcp-protocol-version", MODERN_VERSION));
+        if self.stateless {
+            headers.push(("mcp-protocol-version", VERSION_2026_07_28));
         }
         headers.extend_from_slice(extra);
         http1::exchange(self.addr, MCP_PATH, method, &headers, body, self.timeout)
@@ -1130,7 +1131,7 @@ impl NaiveClient {
         name: &str,
         arguments: Value,
     ) -> Result<NaiveDelivery, NaiveError> {
-        if self.modern {
+        if self.stateless {
             return self.call_tool_stateless(id, name, arguments).await;
         }
         let res = self.post(&self.call_request(id, name, arguments)).await?;

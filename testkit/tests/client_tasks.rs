@@ -16,8 +16,8 @@ use ssegate::client::{
 };
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{
-    DEFAULT_SEED, RunningServer, ServerConfig, ServerMode, TaskSupport, expected_modern_result,
-    expected_result,
+    DEFAULT_SEED, RunningServer, ServerConfig, ServerMode, TaskSupport, expected_result,
+    expected_result_2026_07_28,
 };
 
 const SIZE: usize = 1 << 20;
@@ -74,9 +74,9 @@ async fn call(
 }
 
 /// The `result` member the server sends for `big_result` (2026-07-28 or 2025), whatever the id.
-fn expected_big_result(modern: bool) -> Value {
-    let bytes = if modern {
-        expected_modern_result(&json!(1), SIZE, DEFAULT_SEED)
+fn expected_big_result(stateless: bool) -> Value {
+    let bytes = if stateless {
+        expected_result_2026_07_28(&json!(1), SIZE, DEFAULT_SEED)
     } else {
         expected_result(&json!(1), SIZE, DEFAULT_SEED)
     };

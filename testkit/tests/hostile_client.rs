@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue};
 use serde_json::json;
-use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Redirects};
+use ssegate::client::{Client, ClientConfig, ClientError, ProtocolError, Redirects, Retry};
 use ssegate::resume::{self, Failure};
 use ssegate::resume::{RefusalKind, Restart};
 use ssegate::sse;
@@ -92,7 +92,10 @@ fn an_endless_error_body_is_read_up_to_its_cap_on_every_path() {
             let result = async {
                 let client = Client::connect(&server.url(), config()).await?;
                 match on {
-                    Hit::ToolsCall => client.call_tool("t", json!({}), false).await.map(drop),
+                    Hit::ToolsCall => client
+                        .call_tool("t", json!({}), Retry::IfSafe)
+                        .await
+                        .map(drop),
                     Hit::Get => client.listen().await.map(drop),
                     _ => client.close().await,
                 }
@@ -222,7 +225,7 @@ fn an_endless_data_line_fails_the_call_at_once_naming_the_limit() {
             .await
             .expect("connect");
         let err = client
-            .call_tool("t", json!({}), false)
+            .call_tool("t", json!({}), Retry::IfSafe)
             .await
             .expect_err("never a response");
         // The connection was dropped: the server stops writing.
@@ -253,7 +256,7 @@ fn a_response_over_the_event_limit_fails_at_once_naming_the_limit() {
                 .await
                 .expect("connect");
             client
-                .call_tool("t", json!({}), false)
+                .call_tool("t", json!({}), Retry::IfSafe)
                 .await
                 .expect_err("the response is over the limit")
         });
@@ -273,7 +276,7 @@ fn tiny_events_in_big_chunks_stay_in_bounded_memory_until_the_deadline() {
             .await
             .expect("connect");
         client
-            .call_tool("t", json!({}), false)
+            .call_tool("t", json!({}), Retry::IfSafe)
             .await
             .expect_err("never a response")
     });
@@ -310,7 +313,7 @@ fn trickles_end_at_the_calls_deadline() {
                 .await
                 .expect("connect");
             client
-                .call_tool("t", json!({}), false)
+                .call_tool("t", json!({}), Retry::IfSafe)
                 .await
                 .expect_err("never a response")
         });
@@ -351,7 +354,7 @@ fn another_streams_events_after_a_boundary_cut_are_refused_never_returned() {
                 let client = Client::connect(&server.url(), config())
                     .await
                     .expect("connect");
-                let result = client.call_tool("t", json!({}), false).await;
+                let result = client.call_tool("t", json!({}), Retry::IfSafe).await;
                 (result, tool_calls(&server))
             });
             let (result, calls) = result;
@@ -434,7 +437,7 @@ fn a_followed_redirect_to_another_origin_carries_no_configured_header() {
             .await
             .expect("followed");
         let response = client
-            .call_tool("t", json!({}), false)
+            .call_tool("t", json!({}), Retry::IfSafe)
             .await
             .expect("the honest server answers");
         (
@@ -511,7 +514,7 @@ fn a_busy_or_refused_resume_ends_in_bounded_time_with_the_clamped_delay_reported
                 .await
                 .expect("connect");
             client
-                .call_tool("t", json!({}), false)
+                .call_tool("t", json!({}), Retry::IfSafe)
                 .await
                 .expect_err("never resumed")
         });
@@ -541,7 +544,7 @@ fn a_reconnect_storm_is_held_to_the_floor() {
             .await
             .expect("connect");
         let err = client
-            .call_tool("t", json!({}), false)
+            .call_tool("t", json!({}), Retry::IfSafe)
             .await
             .expect_err("never a response");
         let gets = server
@@ -615,7 +618,7 @@ fn an_invalid_response_head_is_typed_and_never_issued_again() {
                 .expect("connect");
             // Even a call the caller marks safe to repeat: the answer is the server's, not a cut.
             let err = client
-                .call_tool("t", json!({}), true)
+                .call_tool("t", json!({}), Retry::Always)
                 .await
                 .expect_err("invalid");
             (err, tool_calls(&server))

@@ -715,9 +715,9 @@ async fn concurrent_calls_resume_independently() {
         rig.proxy.set_next_cut(Cut::At(small as u64 / 2));
         let (a, b) = tokio::join!(
             rig.client
-                .call_tool("big_result", json!({"size": small}), false),
+                .call_tool("big_result", json!({"size": small}), Retry::IfSafe),
             rig.client
-                .call_tool("big_result", json!({"size": large}), false),
+                .call_tool("big_result", json!({"size": large}), Retry::IfSafe),
         );
         rig.next_id = None;
         assert_eq!(rig.proxy.stats().cuts, 2, "{label}: both cut");
@@ -773,7 +773,7 @@ async fn server_requests_are_answered_through_the_handler() {
     let response = tokio::time::timeout(
         Duration::from_secs(30),
         rig.client
-            .call_tool("ask", json!({"question": "the answer"}), false),
+            .call_tool("ask", json!({"question": "the answer"}), Retry::IfSafe),
     )
     .await
     .expect("the call does not hang")
@@ -794,8 +794,11 @@ async fn server_requests_are_answered_through_the_handler() {
     });
     let response = tokio::time::timeout(
         Duration::from_secs(30),
-        rig.client
-            .call_tool("ask", json!({"question": "again", "ping": true}), false),
+        rig.client.call_tool(
+            "ask",
+            json!({"question": "again", "ping": true}),
+            Retry::IfSafe,
+        ),
     )
     .await
     .expect("the call does not hang")
@@ -837,7 +840,7 @@ async fn each_server_gets_the_newest_protocol_it_speaks() {
         }
         let r = rig
             .client
-            .call_tool("echo", json!({"text": "héllo"}), false)
+            .call_tool("echo", json!({"text": "héllo"}), Retry::IfSafe)
             .await
             .unwrap_or_else(|e| panic!("{label}: echo: {e}"));
         assert_eq!(texts(&r), ["héllo"], "{label}");

@@ -327,7 +327,7 @@ async fn server_everything_research_task_survives_a_cut_result() {
         // Its counter: the session's tasks. One task, so the tool ran once.
         let listed = rig
             .client
-            .call("tasks/list", json!({}), false)
+            .call("tasks/list", json!({}), Retry::IfSafe)
             .await
             .unwrap_or_else(|e| panic!("{label}: tasks/list: {e}"));
         let v: Value = listed.message.deserialize().unwrap();

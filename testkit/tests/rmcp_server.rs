@@ -182,7 +182,7 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
         // Uncut: the exact text, one run, no resume.
         let before = proxy.stats().bytes_down;
         let whole = client
-            .call_tool("big_result", json!({}), true)
+            .call_tool("big_result", json!({}), Retry::Always)
             .await
             .unwrap();
         let size = proxy.stats().bytes_down - before;
@@ -197,7 +197,9 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
         // Cut in the middle of the result, a retryable call.
         proxy.set_next_cut(Cut::At(size / 2));
         let runs = big.runs.load(Ordering::SeqCst);
-        let outcome = client.call_tool("big_result", json!({}), true).await;
+        let outcome = client
+            .call_tool("big_result", json!({}), Retry::Always)
+            .await;
         assert_eq!(proxy.stats().cuts, 1, "the call was cut");
         let ran = big.runs.load(Ordering::SeqCst) - runs;
         let response =
@@ -262,7 +264,7 @@ async fn rmcp_server_results_through_cuts_are_intact_or_typed_errors() {
 
         // The session still works.
         let again = client
-            .call_tool("big_result", json!({}), true)
+            .call_tool("big_result", json!({}), Retry::Always)
             .await
             .unwrap();
         assert!(text_of(&again) == want);

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use ssegate::client::{Client, ClientConfig, ClientError};
+use ssegate::client::{Client, ClientConfig, ClientError, Retry};
 use ssegate_testkit::server::{RunningServer, ServerConfig};
 use ssegate_testkit::tls::{ConnectProxy, TlsFront};
 
@@ -35,7 +35,11 @@ async fn https_with_a_custom_root_and_a_bearer_token() {
             .await
             .unwrap();
         let big = client
-            .call_tool("big_result", json!({"size": 100_000, "seed": 1}), true)
+            .call_tool(
+                "big_result",
+                json!({"size": 100_000, "seed": 1}),
+                Retry::Always,
+            )
             .await
             .unwrap();
         assert!(big.message.len() > 100_000);
@@ -106,7 +110,10 @@ async fn through_a_connect_proxy() {
         let mut cc = trusting(&front);
         cc.proxy(proxy.url());
         let client = Client::connect(&front.url(), cc).await.unwrap();
-        let list = client.call("tools/list", json!({}), true).await.unwrap();
+        let list = client
+            .call("tools/list", json!({}), Retry::Always)
+            .await
+            .unwrap();
         assert!(!list.message.is_empty());
         assert!(proxy.tunnels() >= 1, "the proxy carried the traffic");
         client.close().await.unwrap();

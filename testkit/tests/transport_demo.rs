@@ -195,7 +195,7 @@ async fn non_retryable_refusal_is_a_typed_error() {
                 (layout.big_start + layout.big_end) / 2,
             ));
         let err = client
-            .call_tool("big_result", json!({}), false)
+            .call_tool("big_result", json!({}), Retry::IfSafe)
             .await
             .unwrap_err();
         let ClientError::OutcomeUnknown {
@@ -280,12 +280,19 @@ async fn json_and_sse_answers_and_session_lifecycle() {
                 .await
                 .unwrap();
             assert_eq!(server.session_count(), 1);
-            let list = client.call("tools/list", json!({}), true).await.unwrap();
+            let list = client
+                .call("tools/list", json!({}), Retry::Always)
+                .await
+                .unwrap();
             let v: Value = list.message.deserialize().unwrap();
             assert_eq!(v["result"]["tools"][0]["name"], "big_result");
             assert_eq!(list.outcome.resumes, 0);
             let big = client
-                .call_tool("big_result", json!({"size": 1000, "seed": 3}), true)
+                .call_tool(
+                    "big_result",
+                    json!({"size": 1000, "seed": 3}),
+                    Retry::Always,
+                )
                 .await
                 .unwrap();
             let expected = ssegate_testkit::server::expected_result(&json!(2), 1000, 3);
@@ -294,7 +301,10 @@ async fn json_and_sse_answers_and_session_lifecycle() {
                 big.outcome.other_messages, 3,
                 "three progress notifications"
             );
-            let unknown = client.call_tool("nope", json!({}), true).await.unwrap();
+            let unknown = client
+                .call_tool("nope", json!({}), Retry::Always)
+                .await
+                .unwrap();
             let v: Value = unknown.message.deserialize().unwrap();
             assert_eq!(v["error"]["code"], -32602);
             client.close().await.unwrap();
@@ -337,7 +347,11 @@ async fn expired_session_on_post_renegotiates_even_when_not_retryable() {
         expire(server.addr(), &client.session_id().unwrap()).await;
         let opened = client.sessions_opened();
         let big = client
-            .call_tool("big_result", json!({"size": 1000, "seed": 3}), false)
+            .call_tool(
+                "big_result",
+                json!({"size": 1000, "seed": 3}),
+                Retry::IfSafe,
+            )
             .await
             .unwrap();
         assert_eq!(big.outcome.renegotiations, 1);
@@ -363,7 +377,7 @@ async fn list_tools_once(
     let server = sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
     config.max_attempts(1);
     let client = Client::connect(&server.url(), config).await.unwrap();
-    let list = client.call("tools/list", json!({}), true).await;
+    let list = client.call("tools/list", json!({}), Retry::Always).await;
     client.close().await.unwrap();
     server.shutdown().await;
     list

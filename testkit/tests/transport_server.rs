@@ -13,13 +13,14 @@ use tokio::net::TcpStream;
 
 use common::Reply;
 use ssegate::client::{
-    Client, ClientConfig, ClientError, Handler, HandlerFuture, Protocol, ProtocolError, RpcError,
+    Client, ClientConfig, ClientError, Handler, HandlerFuture, Protocol, ProtocolError, Retry,
+    RpcError,
 };
 use ssegate::replay;
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{
-    MODERN_VERSION, RunningServer, ServerConfig, ServerMode, expected_modern_result,
-    expected_progress_result, expected_result,
+    RunningServer, ServerConfig, ServerMode, VERSION_2026_07_28, expected_progress_result,
+    expected_result, expected_result_2026_07_28,
 };
 
 const RESULT: usize = 64 << 10;
@@ -1117,7 +1118,7 @@ async fn stateless_mode_speaks_2026_07_28_only() {
     tokio::time::timeout(LIMIT, async {
         let (server, proxy) = start(ServerMode::Stateless).await;
         let addr = server.addr();
-        let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN_VERSION});
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": VERSION_2026_07_28});
         let discover = post(
             addr,
             None,
@@ -1144,14 +1145,14 @@ async fn stateless_mode_speaks_2026_07_28_only() {
             assert_eq!(v["error"]["data"]["supported"], json!(["2026-07-28"]), "{what}");
         }
 
-        let mut modern_call = call(4, "big_result", json!({}));
-        modern_call["params"]["_meta"] = meta.clone();
+        let mut stateless_call = call(4, "big_result", json!({}));
+        stateless_call["params"]["_meta"] = meta.clone();
         let mismatch = send(
             addr,
             Method::POST,
             None,
             &[("mcp-method", "tools/list")],
-            Some(modern_call.clone()),
+            Some(stateless_call.clone()),
         )
         .await;
         assert_eq!(mismatch.status, StatusCode::BAD_REQUEST);
@@ -1162,8 +1163,8 @@ async fn stateless_mode_speaks_2026_07_28_only() {
             addr,
             Method::POST,
             None,
-            &[("mcp-method", "tools/call"), ("mcp-protocol-version", MODERN_VERSION)],
-            Some(modern_call),
+            &[("mcp-method", "tools/call"), ("mcp-protocol-version", VERSION_2026_07_28)],
+            Some(stateless_call),
         )
         .await;
         assert!(is_sse(&r) && !r.broken);
@@ -1172,7 +1173,7 @@ async fn stateless_mode_speaks_2026_07_28_only() {
         assert!(evs.iter().all(|e| e.id.is_none() && e.retry.is_none()), "no ids, no retry");
         assert_eq!(
             evs[3].data,
-            expected_modern_result(&json!(4), RESULT, SEED).to_vec()
+            expected_result_2026_07_28(&json!(4), RESULT, SEED).to_vec()
         );
 
         for method in [Method::GET, Method::DELETE] {
@@ -1190,8 +1191,8 @@ async fn stateless_mode_speaks_2026_07_28_only() {
             .unwrap();
         assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
         assert!(client.is_stateless());
-        let r = client.call_tool("big_result", json!({}), false).await.unwrap();
-        assert!(r.message.data().eq_bytes(&expected_modern_result(&serde_json::from_str(&r.request_id.to_string()).unwrap(), RESULT, SEED)));
+        let r = client.call_tool("big_result", json!({}), Retry::IfSafe).await.unwrap();
+        assert!(r.message.data().eq_bytes(&expected_result_2026_07_28(&serde_json::from_str(&r.request_id.to_string()).unwrap(), RESULT, SEED)));
         let mut pinned = ClientConfig::default();
         pinned.protocol(Protocol::Only("2025-11-25".into()));
         let err = Client::connect(&format!("http://{}/mcp", proxy.addr()), pinned)
@@ -1239,7 +1240,7 @@ async fn input_required_rounds_are_answered_and_bounded() {
         let client = Client::connect(&url, config).await.unwrap();
 
         let r = client
-            .call_tool("ask", json!({"rounds": 3}), false)
+            .call_tool("ask", json!({"rounds": 3}), Retry::IfSafe)
             .await
             .unwrap();
         assert_eq!(r.outcome.input_rounds, 3);
@@ -1251,7 +1252,7 @@ async fn input_required_rounds_are_answered_and_bounded() {
         assert_eq!(server.stats().calls, 1);
 
         let err = client
-            .call_tool("ask", json!({"rounds": 4}), false)
+            .call_tool("ask", json!({"rounds": 4}), Retry::IfSafe)
             .await
             .unwrap_err();
         assert!(
@@ -1264,7 +1265,7 @@ async fn input_required_rounds_are_answered_and_bounded() {
         // A handler that cannot answer: a typed error naming the request.
         let client = Client::connect(&url, ClientConfig::default()).await.unwrap();
         let err = client
-            .call_tool("ask", json!({"rounds": 1}), false)
+            .call_tool("ask", json!({"rounds": 1}), Retry::IfSafe)
             .await
             .unwrap_err();
         assert!(

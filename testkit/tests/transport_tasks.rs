@@ -15,8 +15,8 @@ use common::Reply;
 use ssegate::replay;
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{
-    MODERN_VERSION, RunningServer, ServerConfig, ServerMode, TaskSupport, expected_modern_result,
-    expected_result,
+    RunningServer, ServerConfig, ServerMode, TaskSupport, VERSION_2026_07_28, expected_result,
+    expected_result_2026_07_28,
 };
 
 const RESULT: usize = 64 << 10;
@@ -117,8 +117,8 @@ async fn proxy_for(server: &RunningServer) -> RunningProxy {
 // ---- MCP 2026-07-28 -------------------------------------------------------------------------
 
 /// A 2026-07-28 request: the version in `_meta`, and the tasks extension declared when `tasks`.
-fn modern(id: u64, method: &str, mut params: Value, tasks: bool) -> Value {
-    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(MODERN_VERSION);
+fn stateless(id: u64, method: &str, mut params: Value, tasks: bool) -> Value {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION_2026_07_28);
     if tasks {
         params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
             json!({"extensions": {EXT: {}}});
@@ -127,10 +127,10 @@ fn modern(id: u64, method: &str, mut params: Value, tasks: bool) -> Value {
 }
 
 /// POSTs a 2026-07-28 request with `MCP-Protocol-Version`, `Mcp-Method` and, when given, `Mcp-Name`.
-async fn post_modern(addr: SocketAddr, msg: &Value, name: Option<&str>) -> Reply {
+async fn post_stateless(addr: SocketAddr, msg: &Value, name: Option<&str>) -> Reply {
     let method = msg["method"].as_str().unwrap().to_owned();
     let mut headers = vec![
-        ("mcp-protocol-version", MODERN_VERSION),
+        ("mcp-protocol-version", VERSION_2026_07_28),
         ("mcp-method", method.as_str()),
     ];
     if let Some(n) = name {
@@ -139,14 +139,14 @@ async fn post_modern(addr: SocketAddr, msg: &Value, name: Option<&str>) -> Reply
     send(addr, Method::POST, &headers, Some(msg)).await
 }
 
-async fn create_modern(addr: SocketAddr, id: u64, tool: &str, args: Value) -> (String, Value) {
-    let msg = modern(
+async fn create_stateless(addr: SocketAddr, id: u64, tool: &str, args: Value) -> (String, Value) {
+    let msg = stateless(
         id,
         "tools/call",
         json!({"name": tool, "arguments": args}),
         true,
     );
-    let r = post_modern(addr, &msg, Some(tool)).await;
+    let r = post_stateless(addr, &msg, Some(tool)).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.headers["content-type"], "application/json");
     let v = r.json();
@@ -158,14 +158,14 @@ async fn create_modern(addr: SocketAddr, id: u64, tool: &str, args: Value) -> (S
     (task["taskId"].as_str().unwrap().to_owned(), task)
 }
 
-async fn get_modern(addr: SocketAddr, id: u64, task: &str) -> Reply {
-    let msg = modern(id, "tasks/get", json!({"taskId": task}), true);
-    post_modern(addr, &msg, Some(task)).await
+async fn get_stateless(addr: SocketAddr, id: u64, task: &str) -> Reply {
+    let msg = stateless(id, "tasks/get", json!({"taskId": task}), true);
+    post_stateless(addr, &msg, Some(task)).await
 }
 
 /// The `tasks/get` result (JSON framing).
-async fn poll_modern(addr: SocketAddr, task: &str) -> Value {
-    let r = get_modern(addr, 99, task).await;
+async fn poll_stateless(addr: SocketAddr, task: &str) -> Value {
+    let r = get_stateless(addr, 99, task).await;
     assert_eq!(r.status, StatusCode::OK);
     r.json()["result"].clone()
 }
@@ -174,7 +174,7 @@ async fn poll_modern(addr: SocketAddr, task: &str) -> Value {
 async fn until_not_working(addr: SocketAddr, id: u64, task: &str) -> Reply {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let r = get_modern(addr, id, task).await;
+        let r = get_stateless(addr, id, task).await;
         let data = if r.is_sse() {
             events(&r.body).pop().expect("one event").1
         } else {
@@ -193,19 +193,23 @@ async fn until_not_working(addr: SocketAddr, id: u64, task: &str) -> Reply {
 /// exactly the direct answer's `result` inlined; every completed read is the same bytes; the tool
 /// ran once. A client that does not declare the extension gets the direct answer.
 #[tokio::test]
-async fn modern_task_completes_with_the_exact_inline_result() {
+async fn extension_task_completes_with_the_exact_inline_result() {
     tokio::time::timeout(LIMIT, async {
         let server = start(&config(ServerMode::Stateless, TaskSupport::Offer)).await;
         let addr = server.addr();
-        let discover =
-            post_modern(addr, &modern(1, "server/discover", json!({}), false), None).await;
+        let discover = post_stateless(
+            addr,
+            &stateless(1, "server/discover", json!({}), false),
+            None,
+        )
+        .await;
         assert_eq!(
             discover.json()["result"]["capabilities"]["extensions"][EXT],
             json!({})
         );
 
         let started = Instant::now();
-        let (task, created) = create_modern(addr, 2, "big_result", json!({})).await;
+        let (task, created) = create_stateless(addr, 2, "big_result", json!({})).await;
         assert!(
             is_iso8601(created["createdAt"].as_str().unwrap()),
             "{created}"
@@ -216,7 +220,7 @@ async fn modern_task_completes_with_the_exact_inline_result() {
         assert!(created.get("result").is_none());
 
         // Resolvable at once, and working for the configured 300 ms.
-        let first = poll_modern(addr, &task).await;
+        let first = poll_stateless(addr, &task).await;
         assert_eq!(first["resultType"], "complete");
         assert_eq!(first["taskId"], task.as_str());
         assert_eq!(first["status"], "working");
@@ -232,7 +236,10 @@ async fn modern_task_completes_with_the_exact_inline_result() {
         assert_eq!(v["result"]["createdAt"], created["createdAt"]);
         assert!(is_iso8601(v["result"]["lastUpdatedAt"].as_str().unwrap()));
         // The inline result is the direct answer's `result`, byte for byte (escapes included).
-        let direct = result_member(&expected_modern_result(&json!(2), RESULT, SEED), &json!(2));
+        let direct = result_member(
+            &expected_result_2026_07_28(&json!(2), RESULT, SEED),
+            &json!(2),
+        );
         let read = result_member(&done.body, &json!(7));
         let inline = [b",\"result\":".as_slice(), &direct, b"}"].concat();
         assert!(read.ends_with(&inline), "inline result differs");
@@ -242,25 +249,25 @@ async fn modern_task_completes_with_the_exact_inline_result() {
         );
 
         // A pure read: the same bytes again, and the tool still ran once.
-        let again = get_modern(addr, 7, &task).await;
+        let again = get_stateless(addr, 7, &task).await;
         assert_eq!(again.body, done.body);
         let stats = server.stats();
         assert_eq!((stats.calls, stats.tasks_created), (1, 1));
         assert!(stats.task_reads >= 4, "{stats:?}");
 
         // Without the declaration: the direct SSE answer, as without tasks.
-        let msg = modern(
+        let msg = stateless(
             3,
             "tools/call",
             json!({"name": "big_result", "arguments": {}}),
             false,
         );
-        let direct_answer = post_modern(addr, &msg, Some("big_result")).await;
+        let direct_answer = post_stateless(addr, &msg, Some("big_result")).await;
         assert!(direct_answer.is_sse());
         let evs = events(&direct_answer.body);
         assert_eq!(
             evs.last().unwrap().1,
-            expected_modern_result(&json!(3), RESULT, SEED).to_vec()
+            expected_result_2026_07_28(&json!(3), RESULT, SEED).to_vec()
         );
         assert_eq!((server.stats().calls, server.stats().tasks_created), (2, 1));
         server.shutdown().await;
@@ -273,29 +280,29 @@ async fn modern_task_completes_with_the_exact_inline_result() {
 /// 2026-07-28 (`-32601`); `tasks/*` without the declared extension is `-32021`; with tasks off,
 /// `tasks/get` is `-32601` and a declaring client is answered directly.
 #[tokio::test]
-async fn modern_unknown_purged_and_undeclared() {
+async fn extension_unknown_purged_and_undeclared() {
     tokio::time::timeout(LIMIT, async {
         let mut c = config(ServerMode::Stateless, TaskSupport::Offer);
         c.task_ttl(Some(Duration::from_millis(400)))
             .task_work(Duration::from_millis(50));
         let server = start(&c).await;
         let addr = server.addr();
-        let unknown = get_modern(addr, 1, "0123456789abcdef0123456789abcdef").await;
+        let unknown = get_stateless(addr, 1, "0123456789abcdef0123456789abcdef").await;
         assert_eq!(code(&unknown), -32602);
-        let (task, created) = create_modern(addr, 2, "progress", json!({"count": 2})).await;
+        let (task, created) = create_stateless(addr, 2, "progress", json!({"count": 2})).await;
         assert_eq!(created["ttlMs"], 400);
         for method in ["tasks/result", "tasks/list"] {
-            let r = post_modern(
+            let r = post_stateless(
                 addr,
-                &modern(3, method, json!({"taskId": task}), true),
+                &stateless(3, method, json!({"taskId": task}), true),
                 None,
             )
             .await;
             assert_eq!(code(&r), -32601, "{method}");
         }
-        let undeclared = post_modern(
+        let undeclared = post_stateless(
             addr,
-            &modern(4, "tasks/get", json!({"taskId": task}), false),
+            &stateless(4, "tasks/get", json!({"taskId": task}), false),
             Some(&task),
         )
         .await;
@@ -304,9 +311,9 @@ async fn modern_unknown_purged_and_undeclared() {
             undeclared.json()["error"]["data"]["requiredCapabilities"]["extensions"][EXT],
             json!({})
         );
-        let malformed = post_modern(
+        let malformed = post_stateless(
             addr,
-            &modern(5, "tasks/get", json!({"taskId": 5}), true),
+            &stateless(5, "tasks/get", json!({"taskId": 5}), true),
             None,
         )
         .await;
@@ -319,15 +326,15 @@ async fn modern_unknown_purged_and_undeclared() {
             "done: 2 steps"
         );
         tokio::time::sleep(Duration::from_millis(450)).await;
-        let purged = get_modern(addr, 7, &task).await;
+        let purged = get_stateless(addr, 7, &task).await;
         assert_eq!(code(&purged), -32602, "purged after its ttl");
         assert_eq!(server.task_count(), 0);
         server.shutdown().await;
 
         let off = start(&config(ServerMode::Stateless, TaskSupport::Off)).await;
-        let discover = post_modern(
+        let discover = post_stateless(
             off.addr(),
-            &modern(1, "server/discover", json!({}), true),
+            &stateless(1, "server/discover", json!({}), true),
             None,
         )
         .await;
@@ -336,15 +343,15 @@ async fn modern_unknown_purged_and_undeclared() {
                 .get("extensions")
                 .is_none()
         );
-        let msg = modern(
+        let msg = stateless(
             2,
             "tools/call",
             json!({"name": "big_result", "arguments": {}}),
             true,
         );
-        let r = post_modern(off.addr(), &msg, None).await;
+        let r = post_stateless(off.addr(), &msg, None).await;
         assert!(r.is_sse(), "answered directly");
-        let r = get_modern(off.addr(), 3, "0123456789abcdef0123456789abcdef").await;
+        let r = get_stateless(off.addr(), 3, "0123456789abcdef0123456789abcdef").await;
         assert_eq!(code(&r), -32601);
         assert_eq!(off.stats().tasks_created, 0);
         off.shutdown().await;
@@ -357,19 +364,19 @@ async fn modern_unknown_purged_and_undeclared() {
 /// runs); a failing task reports its JSON-RPC error; require mode refuses a call that does not
 /// declare the extension with `-32021`.
 #[tokio::test]
-async fn modern_cancel_failure_and_require() {
+async fn extension_cancel_failure_and_require() {
     tokio::time::timeout(LIMIT, async {
         let mut c = config(ServerMode::Stateless, TaskSupport::Require);
         c.task_work(Duration::from_secs(10));
         let server = start(&c).await;
         let addr = server.addr();
-        let msg = modern(
+        let msg = stateless(
             1,
             "tools/call",
             json!({"name": "big_result", "arguments": {}}),
             false,
         );
-        let refused = post_modern(addr, &msg, None).await;
+        let refused = post_stateless(addr, &msg, None).await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
         assert_eq!(code(&refused), -32021);
         assert_eq!(
@@ -377,11 +384,11 @@ async fn modern_cancel_failure_and_require() {
             json!({"extensions": {EXT: {}}})
         );
 
-        let (task, _) = create_modern(addr, 2, "big_result", json!({})).await;
+        let (task, _) = create_stateless(addr, 2, "big_result", json!({})).await;
         for _ in 0..2 {
-            let r = post_modern(
+            let r = post_stateless(
                 addr,
-                &modern(3, "tasks/cancel", json!({"taskId": task}), true),
+                &stateless(3, "tasks/cancel", json!({"taskId": task}), true),
                 Some(&task),
             )
             .await;
@@ -390,12 +397,12 @@ async fn modern_cancel_failure_and_require() {
                 json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete"}})
             );
         }
-        let v = poll_modern(addr, &task).await;
+        let v = poll_stateless(addr, &task).await;
         assert_eq!(v["status"], "cancelled");
         assert!(v.get("result").is_none());
-        let r = post_modern(
+        let r = post_stateless(
             addr,
-            &modern(4, "tasks/cancel", json!({"taskId": "nope"}), true),
+            &stateless(4, "tasks/cancel", json!({"taskId": "nope"}), true),
             None,
         )
         .await;
@@ -411,7 +418,7 @@ async fn modern_cancel_failure_and_require() {
         c.task_work(Duration::from_millis(20))
             .task_failure(Some((-32603, "backend exploded".into())));
         let server = start(&c).await;
-        let (task, _) = create_modern(server.addr(), 1, "big_result", json!({})).await;
+        let (task, _) = create_stateless(server.addr(), 1, "big_result", json!({})).await;
         let v = until_not_working(server.addr(), 2, &task).await.json();
         assert_eq!(v["result"]["status"], "failed");
         assert_eq!(
@@ -429,13 +436,13 @@ async fn modern_cancel_failure_and_require() {
 /// through `tasks/update`; an answer under any other key is ignored; after the last round the task
 /// completes with the last name, as the direct `ask` would.
 #[tokio::test]
-async fn modern_ask_takes_its_input_through_tasks_update() {
+async fn extension_ask_takes_its_input_through_tasks_update() {
     tokio::time::timeout(LIMIT, async {
         let mut c = config(ServerMode::Stateless, TaskSupport::Offer);
         c.task_work(Duration::from_millis(30));
         let server = start(&c).await;
         let addr = server.addr();
-        let (task, _) = create_modern(addr, 1, "ask", json!({"rounds": 2})).await;
+        let (task, _) = create_stateless(addr, 1, "ask", json!({"rounds": 2})).await;
         let mut keys = Vec::new();
         for (round, name) in [(1, "Ada"), (2, "Grace")] {
             let v = until_not_working(addr, 2, &task).await.json()["result"].clone();
@@ -448,13 +455,13 @@ async fn modern_ask_takes_its_input_through_tasks_update() {
             assert_eq!(request["method"], "elicitation/create");
             assert!(request["params"]["message"].as_str().unwrap().contains(&format!("round {round}")));
             let update = |responses: Value| {
-                modern(3, "tasks/update", json!({"taskId": task, "inputResponses": responses}), true)
+                stateless(3, "tasks/update", json!({"taskId": task, "inputResponses": responses}), true)
             };
             let answer = json!({"action": "accept", "content": {"name": name}});
-            let stray = post_modern(addr, &update(json!({"not-asked": answer})), Some(&task)).await;
+            let stray = post_stateless(addr, &update(json!({"not-asked": answer})), Some(&task)).await;
             assert_eq!(stray.json()["result"], json!({"resultType": "complete"}));
-            assert_eq!(poll_modern(addr, &task).await["status"], "input_required");
-            let r = post_modern(addr, &update(json!({key.as_str(): answer})), Some(&task)).await;
+            assert_eq!(poll_stateless(addr, &task).await["status"], "input_required");
+            let r = post_stateless(addr, &update(json!({key.as_str(): answer})), Some(&task)).await;
             assert_eq!(r.json()["result"], json!({"resultType": "complete"}));
         }
         let v = until_not_working(addr, 4, &task).await.json()["result"].clone();
@@ -473,34 +480,37 @@ async fn modern_ask_takes_its_input_through_tasks_update() {
 /// The routing headers must agree with the body: `Mcp-Name` with `params.taskId` of `tasks/*` and
 /// `params.name` of `tools/call`, `Mcp-Method` with the method: else `400`, `-32020`.
 #[tokio::test]
-async fn modern_header_mismatch_is_32020() {
+async fn extension_header_mismatch_is_32020() {
     tokio::time::timeout(LIMIT, async {
         let server = start(&config(ServerMode::Stateless, TaskSupport::Offer)).await;
         let addr = server.addr();
-        let (task, _) = create_modern(addr, 1, "big_result", json!({})).await;
-        let get = modern(2, "tasks/get", json!({"taskId": task}), true);
-        let wrong = post_modern(addr, &get, Some("ffffffffffffffffffffffffffffffff")).await;
+        let (task, _) = create_stateless(addr, 1, "big_result", json!({})).await;
+        let get = stateless(2, "tasks/get", json!({"taskId": task}), true);
+        let wrong = post_stateless(addr, &get, Some("ffffffffffffffffffffffffffffffff")).await;
         assert_eq!(wrong.status, StatusCode::BAD_REQUEST);
         assert_eq!(code(&wrong), -32020);
         assert_eq!(
-            post_modern(addr, &get, Some(&task)).await.status,
+            post_stateless(addr, &get, Some(&task)).await.status,
             StatusCode::OK
         );
-        assert_eq!(post_modern(addr, &get, None).await.status, StatusCode::OK);
+        assert_eq!(
+            post_stateless(addr, &get, None).await.status,
+            StatusCode::OK
+        );
 
-        let call = modern(
+        let call = stateless(
             3,
             "tools/call",
             json!({"name": "big_result", "arguments": {}}),
             true,
         );
-        let r = post_modern(addr, &call, Some("progress")).await;
+        let r = post_stateless(addr, &call, Some("progress")).await;
         assert_eq!((r.status, code(&r)), (StatusCode::BAD_REQUEST, -32020));
         let r = send(
             addr,
             Method::POST,
             &[
-                ("mcp-protocol-version", MODERN_VERSION),
+                ("mcp-protocol-version", VERSION_2026_07_28),
                 ("mcp-method", "tasks/cancel"),
             ],
             Some(&get),
@@ -517,7 +527,7 @@ async fn modern_header_mismatch_is_32020() {
 /// A 4 MiB completed read cut by the proxy mid-body (SSE framing: one event without id; and JSON
 /// framing) is read again whole: exactly the direct answer's `result` inline, the tool ran once.
 #[tokio::test]
-async fn modern_4mib_read_cut_then_read_whole() {
+async fn extension_4mib_read_cut_then_read_whole() {
     tokio::time::timeout(LIMIT, async {
         for sse in [true, false] {
             let mut c = config(ServerMode::Stateless, TaskSupport::Offer);
@@ -526,16 +536,16 @@ async fn modern_4mib_read_cut_then_read_whole() {
                 .task_reads_sse(sse);
             let server = start(&c).await;
             let proxy = proxy_for(&server).await;
-            let (task, _) = create_modern(proxy.addr(), 1, "big_result", json!({})).await;
+            let (task, _) = create_stateless(proxy.addr(), 1, "big_result", json!({})).await;
             tokio::time::sleep(Duration::from_millis(80)).await;
 
             proxy.set_next_cut(Cut::At(1_000_000));
-            let cut = get_modern(proxy.addr(), 2, &task).await;
+            let cut = get_stateless(proxy.addr(), 2, &task).await;
             assert!(cut.broken, "sse={sse}");
             assert!(cut.body.len() < 1_000_000);
             assert_eq!(server.stats().calls, 1, "the first read ran the tool");
 
-            let whole = get_modern(proxy.addr(), 2, &task).await;
+            let whole = get_stateless(proxy.addr(), 2, &task).await;
             assert!(!whole.broken);
             let data = if sse {
                 assert!(whole.is_sse());
@@ -548,11 +558,13 @@ async fn modern_4mib_read_cut_then_read_whole() {
                 assert_eq!(whole.headers["content-type"], "application/json");
                 whole.body.to_vec()
             };
-            let direct =
-                result_member(&expected_modern_result(&json!(1), 4 << 20, SEED), &json!(1));
+            let direct = result_member(
+                &expected_result_2026_07_28(&json!(1), 4 << 20, SEED),
+                &json!(1),
+            );
             let read = result_member(&data, &json!(2));
             assert!(read.ends_with(&[b",\"result\":".as_slice(), &direct, b"}"].concat()));
-            let again = get_modern(proxy.addr(), 2, &task).await;
+            let again = get_stateless(proxy.addr(), 2, &task).await;
             assert_eq!(again.body, whole.body, "a pure, repeatable read");
             let stats = server.stats();
             assert_eq!(
@@ -594,7 +606,7 @@ fn rpc(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-async fn create_legacy(addr: SocketAddr, session: &str, id: u64, task: Value) -> Value {
+async fn create_experimental(addr: SocketAddr, session: &str, id: u64, task: Value) -> Value {
     let msg = rpc(
         id,
         "tools/call",
@@ -628,7 +640,7 @@ fn expected_task_result(id: u64, size: usize, task: &str) -> Vec<u8> {
 /// answers the direct result plus the related-task `_meta`, the same bytes on every read; the tool
 /// ran once; the task is listed for its session only, and unknown to another session.
 #[tokio::test]
-async fn legacy_task_waits_and_returns_the_exact_result() {
+async fn experimental_task_waits_and_returns_the_exact_result() {
     tokio::time::timeout(LIMIT, async {
         let server = start(&config(ServerMode::Strict, TaskSupport::Offer)).await;
         let addr = server.addr();
@@ -649,7 +661,7 @@ async fn legacy_task_waits_and_returns_the_exact_result() {
         }
 
         let started = Instant::now();
-        let task = create_legacy(addr, &session, 2, json!({"ttl": 30_000})).await;
+        let task = create_experimental(addr, &session, 2, json!({"ttl": 30_000})).await;
         assert_eq!(
             (task["ttl"].clone(), task["pollInterval"].clone()),
             (json!(30_000), json!(20))
@@ -745,7 +757,7 @@ async fn legacy_task_waits_and_returns_the_exact_result() {
 /// its `tasks/result` is an error and the tool never ran. Require mode marks the tools `required`
 /// and refuses a call without `params.task` with `-32601`. A ttl purges the task (`-32602`).
 #[tokio::test]
-async fn legacy_cancel_require_and_ttl() {
+async fn experimental_cancel_require_and_ttl() {
     tokio::time::timeout(LIMIT, async {
         let mut c = config(ServerMode::Strict, TaskSupport::Require);
         c.task_work(Duration::from_secs(10))
@@ -772,7 +784,7 @@ async fn legacy_cancel_require_and_ttl() {
         .await;
         assert_eq!(code(&plain), -32601);
 
-        let task = create_legacy(addr, &session, 3, json!({})).await;
+        let task = create_experimental(addr, &session, 3, json!({})).await;
         assert_eq!(task["ttl"], 5000, "the server's ttl when none is asked for");
         let id = task["taskId"].as_str().unwrap().to_owned();
         let cancelled = post_session(
@@ -806,7 +818,7 @@ async fn legacy_cancel_require_and_ttl() {
         assert!(result.get("result").is_none());
         assert_eq!(server.stats().calls, 0);
 
-        let short = create_legacy(addr, &session, 8, json!({"ttl": 200})).await;
+        let short = create_experimental(addr, &session, 8, json!({"ttl": 200})).await;
         assert_eq!(short["ttl"], 200);
         let sid = short["taskId"].as_str().unwrap().to_owned();
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -828,7 +840,7 @@ async fn legacy_cancel_require_and_ttl() {
 /// With tasks off, 2025-11-25 is unchanged: no `tasks` capability, no `execution`, `params.task`
 /// ignored (a direct answer), `tasks/*` unknown. `max_tasks` bounds the tasks kept, oldest first.
 #[tokio::test]
-async fn legacy_tasks_off_and_bounded() {
+async fn experimental_tasks_off_and_bounded() {
     tokio::time::timeout(LIMIT, async {
         let server = start(&config(ServerMode::Strict, TaskSupport::Off)).await;
         let addr = server.addr();
@@ -867,7 +879,7 @@ async fn legacy_tasks_off_and_bounded() {
         let mut ids = Vec::new();
         for n in 0..3 {
             ids.push(
-                create_legacy(addr, &session, n, json!({})).await["taskId"]
+                create_experimental(addr, &session, n, json!({})).await["taskId"]
                     .as_str()
                     .unwrap()
                     .to_owned(),
@@ -897,7 +909,7 @@ async fn legacy_tasks_off_and_bounded() {
 /// mode, which holds whole results) to exactly the expected bytes; read again it is the same
 /// result; the tool ran once.
 #[tokio::test]
-async fn legacy_sse_result_cut_resumes_and_rereads() {
+async fn experimental_sse_result_cut_resumes_and_rereads() {
     tokio::time::timeout(LIMIT, async {
         let size = 4 << 20;
         let mut c = config(ServerMode::Buffered, TaskSupport::Offer);
@@ -909,7 +921,7 @@ async fn legacy_sse_result_cut_resumes_and_rereads() {
         let proxy = proxy_for(&server).await;
         let addr = proxy.addr();
         let (session, _) = initialize(addr).await;
-        let id = create_legacy(addr, &session, 1, json!({})).await["taskId"]
+        let id = create_experimental(addr, &session, 1, json!({})).await["taskId"]
             .as_str()
             .unwrap()
             .to_owned();

@@ -34,8 +34,8 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header::{self, HeaderValue};
 use serde_json::{Value, json};
 use ssegate::client::{
-    CallOptions, Client, ClientConfig, ClientError, MODERN_VERSIONS, PROTOCOL_2026_07_28,
-    PROTOCOL_VERSION, Protocol, Retry, TASKS_EXTENSION, TaskErrorKind, TaskGeneration, TaskMode,
+    CallOptions, Client, ClientConfig, ClientError, PROTOCOL_2026_07_28, PROTOCOL_VERSION,
+    Protocol, Retry, STATELESS_VERSIONS, TASKS_EXTENSION, TaskErrorKind, TaskGeneration, TaskMode,
 };
 use ssegate::message::{RpcId, RpcKind};
 use ssegate::resume::{
@@ -259,7 +259,7 @@ impl Tasks {
 
 /// How long the probe waits for a `server/discover` answer before it concludes the server does not
 /// speak 2026-07-28.
-const MODERN_CHECK: Duration = Duration::from_secs(10);
+const STATELESS_CHECK: Duration = Duration::from_secs(10);
 
 /// Whether a task's result can be read again after a read of it was cut (a server offering tasks).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -374,13 +374,13 @@ impl Report {
             );
         }
         match stateless {
-            Some(s) => format!("{}; {s}", self.legacy_advice()),
-            None => self.legacy_advice(),
+            Some(s) => format!("{}; {s}", self.session_advice()),
+            None => self.session_advice(),
         }
     }
 
     /// The advice for the 2025-era rounds.
-    fn legacy_advice(&self) -> String {
+    fn session_advice(&self) -> String {
         if self.resumable() {
             return "resume in place with Last-Event-ID; discard a partial event before the replay and drop \
                     exact replays (ssegate's guard does both)"
@@ -457,7 +457,7 @@ impl Report {
     /// The rounds per protocol version, newest first: 2026-07-28 when the server speaks it, then
     /// the 2025 revision of the resumption rounds.
     pub(crate) fn by_version(&self) -> impl Iterator<Item = VersionRounds> + '_ {
-        let legacy = self
+        let session = self
             .server
             .protocol_version
             .as_ref()
@@ -469,7 +469,7 @@ impl Report {
                 id_scheme: self.server.id_scheme,
                 rounds: self.rounds.clone(),
             });
-        self.stateless.iter().cloned().chain(legacy)
+        self.stateless.iter().cloned().chain(session)
     }
 }
 
@@ -1302,37 +1302,37 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
     };
     let mut client_config = config.client.clone();
     client_config.reuse_connections(false);
-    let setting = client_config.protocol_setting().clone();
-    let pinned_modern =
-        matches!(&setting, Protocol::Only(v) if MODERN_VERSIONS.contains(&v.as_str()));
+    let setting = client_config.protocol_ref().clone();
+    let pinned_stateless =
+        matches!(&setting, Protocol::Only(v) if STATELESS_VERSIONS.contains(&v.as_str()));
     // Which eras the server speaks: 2026-07-28 (stateless) first, under a short deadline so a
     // broken server cannot spend the probe's.
     let mut versions = Vec::new();
     let mut tasks = Tasks::None;
-    let mut modern_client = None;
-    let mut modern_error = None;
-    if matches!(setting, Protocol::Auto) || pinned_modern {
-        let mut modern = client_config.clone();
-        modern
+    let mut stateless_client = None;
+    let mut stateless_error = None;
+    if matches!(setting, Protocol::Auto) || pinned_stateless {
+        let mut stateless = client_config.clone();
+        stateless
             .protocol_version(PROTOCOL_2026_07_28)
-            .call_timeout(Some(MODERN_CHECK.min(config.timeout)));
-        match Client::connect(url, modern).await {
+            .call_timeout(Some(STATELESS_CHECK.min(config.timeout)));
+        match Client::connect(url, stateless).await {
             Ok(c) => {
                 versions.extend(c.protocol_version());
                 if let Some(caps) = c.server_capabilities() {
                     tasks = Tasks::from_capabilities(&caps, true);
                 }
-                modern_client = Some(c);
+                stateless_client = Some(c);
             }
             Err(e) => {
                 debug!(error = %e, "no 2026-07-28");
-                modern_error = Some(e);
+                stateless_error = Some(e);
             }
         }
     }
     // The resumption rounds of the 2025 revisions run on an `initialize` session.
-    let mut legacy_client = None;
-    if !pinned_modern {
+    let mut session_client = None;
+    if !pinned_stateless {
         if matches!(setting, Protocol::Auto) {
             client_config.protocol_version(PROTOCOL_VERSION);
         }
@@ -1344,15 +1344,15 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
                 {
                     tasks = Tasks::from_capabilities(&caps, false);
                 }
-                legacy_client = Some(c);
+                session_client = Some(c);
             }
             // A 2026-07-28-only server: no `initialize` session.
-            Err(e) if modern_client.is_some() => debug!(error = %e, "no 2025-era session"),
+            Err(e) if stateless_client.is_some() => debug!(error = %e, "no 2025-era session"),
             Err(e) => return Err(e.into()),
         }
     }
-    let Some(first) = legacy_client.as_ref().or(modern_client.as_ref()) else {
-        return Err(modern_error.map_or(ProbeError::NoTool, ProbeError::Client));
+    let Some(first) = session_client.as_ref().or(stateless_client.as_ref()) else {
+        return Err(stateless_error.map_or(ProbeError::NoTool, ProbeError::Client));
     };
     let tool = match &config.tool {
         Some(t) => t.clone(),
@@ -1371,15 +1371,15 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
     };
     // A task server: does a task's result read again after a cut read?
     let task_client = match tasks {
-        Tasks::Extension => modern_client.as_ref(),
-        Tasks::Experimental => legacy_client.as_ref(),
+        Tasks::Extension => stateless_client.as_ref(),
+        Tasks::Experimental => session_client.as_ref(),
         Tasks::None => None,
     };
     if let Some(client) = task_client {
         info.task_reread = Some(task_reread(client, &tool, &config.args).await);
     }
     let mut rounds = Vec::new();
-    if let Some(client) = legacy_client {
+    if let Some(client) = session_client {
         let path = cut_rounds(&client, &tool, config, limits).await?;
         info.protocol_version = client.protocol_version();
         info.session = client.session_id().is_some();
@@ -1389,7 +1389,7 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
         rounds = path.rounds;
         let _ = client.close().await;
     }
-    let stateless = match modern_client {
+    let stateless = match stateless_client {
         Some(client) => {
             if config.tool.is_none() {
                 // The tool's headers (`Mcp-Param-*`) come from the 2026-07-28 tool list.
@@ -1526,7 +1526,7 @@ async fn cut_rounds(
         });
     }
     let res = expect_sse(res, tool)?;
-    let stream = config.client.stream_config();
+    let stream = config.client.stream_ref();
     let mut base = Watch::new(RpcId::Number(1_000_001), stream);
     let stop = pump(
         &mut pin!(res.bytes_stream()),

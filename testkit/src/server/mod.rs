@@ -107,15 +107,15 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span, field, info_span, warn};
 
-pub use stateless::{MAX_ASK_ROUNDS, MODERN_VERSION};
+pub use stateless::{MAX_ASK_ROUNDS, VERSION_2026_07_28};
 pub use tasks::{
     CLIENT_CAPABILITIES, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, RELATED_TASK,
     TASKS_EXTENSION, TaskSupport,
 };
 use tools::{Call, Tool};
 pub use tools::{
-    DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_modern_result, expected_progress_result,
-    expected_result, progress_notification, prose,
+    DEFAULT_RESULT_SIZE, DEFAULT_SEED, expected_progress_result, expected_result,
+    expected_result_2026_07_28, progress_notification, prose,
 };
 
 /// The endpoint path.
@@ -229,7 +229,7 @@ pub enum ServerMode {
     /// Re-sends the `Last-Event-ID` event itself, then the events after it (rmcp): the client sees a
     /// duplicate. Pins the two newest events of each stream; a miss is `409`.
     Resend,
-    /// Speaks only MCP 2026-07-28 ([`MODERN_VERSION`]), as the specification describes it: no
+    /// Speaks only MCP 2026-07-28 ([`VERSION_2026_07_28`]), as the specification describes it: no
     /// sessions, `server/discover` instead of `initialize`, every request carrying its version in
     /// `_meta`, SSE streams without event ids (nothing can be resumed), `GET` and `DELETE` answered
     /// `405`. A cut response is lost; the only way to its result is to run the call again.
@@ -1378,7 +1378,9 @@ async fn post(shared: &Shared, ctx: &Ctx, req: Request<Incoming>) -> Response<Bo
     let Some(id) = id.filter(|_| !method.is_empty()) else {
         return empty(StatusCode::ACCEPTED);
     };
-    if let Some(answer) = tasks::legacy_method(shared, &session, &entry, method, &msg, &id).await {
+    if let Some(answer) =
+        tasks::experimental_method(shared, &session, &entry, method, &msg, &id).await
+    {
         return answer;
     }
     match method {
@@ -1437,7 +1439,7 @@ fn initialize(shared: &Shared, msg: &Value, id: Value) -> Response<Body> {
         "serverInfo": {"name": "ssegate-loopback", "version": env!("CARGO_PKG_VERSION")},
     });
     if shared.config.tasks.is_on() {
-        result["capabilities"]["tasks"] = tasks::legacy_capabilities();
+        result["capabilities"]["tasks"] = tasks::experimental_capabilities();
     }
     let mut r = json(
         StatusCode::OK,
@@ -1527,7 +1529,7 @@ fn parse_tool(shared: &Shared, msg: &Value, id: Value) -> Result<Call, Box<Respo
         request_id: id,
         token,
         tool,
-        modern: shared.config.mode.is_stateless(),
+        stateless: shared.config.mode.is_stateless(),
     })
 }
 
@@ -1542,7 +1544,7 @@ async fn tools_call(
         Ok(call) => call,
         Err(answer) => return *answer,
     };
-    let call = match tasks::legacy_call(shared, session, msg, &id, call) {
+    let call = match tasks::experimental_call(shared, session, msg, &id, call) {
         Ok(task) => return task,
         Err(call) => call,
     };
@@ -1858,7 +1860,7 @@ mod tests {
                         seed: 1,
                         progress: 3,
                     },
-                    modern: false,
+                    stateless: false,
                 };
                 let frames = run_call(&shared, &session, call).map(|f| f.len());
                 let _ = tx.send(frames);

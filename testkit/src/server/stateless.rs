@@ -29,7 +29,7 @@ use super::{
 };
 
 /// The one protocol revision [`ServerMode::Stateless`](super::ServerMode::Stateless) speaks.
-pub const MODERN_VERSION: &str = "2026-07-28";
+pub const VERSION_2026_07_28: &str = "2026-07-28";
 
 /// The `_meta` key naming a request's protocol version.
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -57,13 +57,13 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
         return super::empty(StatusCode::ACCEPTED);
     };
     let version = msg["params"]["_meta"][META_VERSION].as_str();
-    if version != Some(MODERN_VERSION) {
+    if version != Some(VERSION_2026_07_28) {
         return rpc_error(
             StatusCode::BAD_REQUEST,
             &id,
             UNSUPPORTED_PROTOCOL_VERSION,
             "unsupported protocol version",
-            Some(json!({"supported": [MODERN_VERSION], "requested": version})),
+            Some(json!({"supported": [VERSION_2026_07_28], "requested": version})),
         );
     }
     let disagrees =
@@ -75,7 +75,7 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
         _ => None,
     };
     let name_disagrees = header_name.is_some() && name.is_some_and(|n| disagrees(&header_name, n));
-    if disagrees(&header_version, MODERN_VERSION)
+    if disagrees(&header_version, VERSION_2026_07_28)
         || disagrees(&header_method, method)
         || name_disagrees
     {
@@ -91,7 +91,7 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
             })),
         );
     }
-    if let Some(answer) = tasks::modern_method(shared, method, &msg, &id) {
+    if let Some(answer) = tasks::extension_method(shared, method, &msg, &id) {
         return answer;
     }
     let complete = |mut result: Value| {
@@ -108,7 +108,7 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
                 capabilities["extensions"] = json!({TASKS_EXTENSION: {}});
             }
             complete(json!({
-                "supportedVersions": [MODERN_VERSION],
+                "supportedVersions": [VERSION_2026_07_28],
                 "capabilities": capabilities,
                 "serverInfo": {"name": "ssegate-loopback", "version": env!("CARGO_PKG_VERSION")},
             }))
@@ -123,13 +123,13 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
             complete(list)
         }
         "tools/call" if msg["params"]["name"] == "ask" => {
-            let task = tasks::modern_call(shared, &msg, &id, || {
+            let task = tasks::extension_call(shared, &msg, &id, || {
                 ask_rounds(shared, &msg, &id).map(|rounds| Job::Ask { rounds })
             });
             task.unwrap_or_else(|| ask(shared, &msg, id))
         }
         "tools/call" => {
-            let task = tasks::modern_call(shared, &msg, &id, || {
+            let task = tasks::extension_call(shared, &msg, &id, || {
                 parse_tool(shared, &msg, id.clone()).map(Job::Call)
             });
             if let Some(answer) = task {

@@ -217,7 +217,7 @@ impl Task {
     }
 
     /// The 2026-07-28 `Task` fields (no status payload).
-    fn modern_fields(&self, shared: &Shared) -> Value {
+    fn extension_fields(&self, shared: &Shared) -> Value {
         let mut v = json!({
             "taskId": self.id,
             "status": self.status.as_str(),
@@ -233,7 +233,7 @@ impl Task {
     }
 
     /// The 2025-11-25 `Task`.
-    fn legacy_fields(&self, shared: &Shared) -> Value {
+    fn experimental_fields(&self, shared: &Shared) -> Value {
         let mut v = json!({
             "taskId": self.id,
             "status": self.status.as_str(),
@@ -250,8 +250,8 @@ impl Task {
 
     /// The 2026-07-28 `tasks/get` result: the task, `"resultType":"complete"` and its status payload;
     /// a completed task's `result` spliced in as its bytes.
-    fn modern_detail(&self, shared: &Shared, id: &Value) -> Bytes {
-        let mut fields = self.modern_fields(shared);
+    fn extension_detail(&self, shared: &Shared, id: &Value) -> Bytes {
+        let mut fields = self.extension_fields(shared);
         fields["resultType"] = "complete".into();
         match &self.status {
             Status::InputRequired(n) => {
@@ -518,7 +518,7 @@ pub(super) fn declares_extension(msg: &Value) -> bool {
 /// A 2026-07-28 `tools/call` of a tool that can run as a task: the task (when the client declares
 /// the extension), the `-32021` error (when it does not, in require mode), or `None` (a direct
 /// answer).
-pub(super) fn modern_call(
+pub(super) fn extension_call(
     shared: &Shared,
     msg: &Value,
     id: &Value,
@@ -543,7 +543,7 @@ pub(super) fn modern_call(
         Err(_) => return Some(no_random(id)),
     };
     let t = lock(&task);
-    let mut result = t.modern_fields(shared);
+    let mut result = t.extension_fields(shared);
     result["resultType"] = "task".into();
     debug!(task = %t.id, "task created (2026-07-28)");
     Some(super::json(
@@ -554,7 +554,7 @@ pub(super) fn modern_call(
 
 /// `tasks/get`, `tasks/update`, `tasks/cancel` on 2026-07-28; `None` for other methods or with
 /// tasks off.
-pub(super) fn modern_method(
+pub(super) fn extension_method(
     shared: &Shared,
     method: &str,
     msg: &Value,
@@ -586,7 +586,7 @@ pub(super) fn modern_method(
             let data = {
                 let mut t = lock(&task);
                 t.advance(shared);
-                t.modern_detail(shared, id)
+                t.extension_detail(shared, id)
             };
             bump(&shared.stats.task_reads);
             reply(shared, data)
@@ -631,13 +631,13 @@ pub(super) fn modern_method(
 // ---- MCP 2025-11-25 -------------------------------------------------------------------------
 
 /// The `capabilities.tasks` of an `initialize` result, with tasks on.
-pub(super) fn legacy_capabilities() -> Value {
+pub(super) fn experimental_capabilities() -> Value {
     json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 }
 
 /// A 2025-11-25 `tools/call` (arguments already checked into `call`): a task when it asks for one,
 /// the `-32601` error when it does not in require mode, or `Err(call)` (a direct answer).
-pub(super) fn legacy_call(
+pub(super) fn experimental_call(
     shared: &Shared,
     session: &str,
     msg: &Value,
@@ -696,13 +696,13 @@ pub(super) fn legacy_call(
     debug!(task = %t.id, "task created (2025-11-25)");
     Ok(super::json(
         StatusCode::OK,
-        &json!({"jsonrpc": "2.0", "id": id, "result": {"task": t.legacy_fields(shared)}}),
+        &json!({"jsonrpc": "2.0", "id": id, "result": {"task": t.experimental_fields(shared)}}),
     ))
 }
 
 /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` on 2025-11-25; `None` for other
 /// methods or with tasks off.
-pub(super) async fn legacy_method(
+pub(super) async fn experimental_method(
     shared: &Shared,
     session: &str,
     entry: &SessionEntry,
@@ -729,7 +729,7 @@ pub(super) async fn legacy_method(
             .map(|task| {
                 let mut t = lock(task);
                 t.advance(shared);
-                t.legacy_fields(shared)
+                t.experimental_fields(shared)
             })
             .collect();
         return Some(super::json(
@@ -749,7 +749,7 @@ pub(super) async fn legacy_method(
             let fields = {
                 let mut t = lock(&task);
                 t.advance(shared);
-                t.legacy_fields(shared)
+                t.experimental_fields(shared)
             };
             bump(&shared.stats.task_reads);
             super::json(
@@ -773,16 +773,16 @@ pub(super) async fn legacy_method(
             }
             super::json(
                 StatusCode::OK,
-                &json!({"jsonrpc": "2.0", "id": id, "result": t.legacy_fields(shared)}),
+                &json!({"jsonrpc": "2.0", "id": id, "result": t.experimental_fields(shared)}),
             )
         }
-        _ => legacy_result(shared, entry, &task, id).await,
+        _ => experimental_result(shared, entry, &task, id).await,
     })
 }
 
 /// `tasks/result`: waits (at most the task's work time) until the task is terminal, then the
 /// underlying request's answer.
-async fn legacy_result(
+async fn experimental_result(
     shared: &Shared,
     entry: &SessionEntry,
     task: &TaskRef,

@@ -144,7 +144,7 @@ pub fn expected_result(request_id: &Value, size: usize, seed: u64) -> Bytes {
 
 /// The exact response of `big_result` on MCP 2026-07-28 ([`ServerMode::Stateless`](super::ServerMode::Stateless)):
 /// [`expected_result`] whose result also says `"resultType":"complete"`.
-pub fn expected_modern_result(request_id: &Value, size: usize, seed: u64) -> Bytes {
+pub fn expected_result_2026_07_28(request_id: &Value, size: usize, seed: u64) -> Bytes {
     big_result(request_id, size, seed, b",\"resultType\":\"complete\"")
 }
 
@@ -169,13 +169,13 @@ fn put_big_result_object(out: &mut BytesMut, size: usize, seed: u64, tail: &[u8]
     out.put_slice(b"}");
 }
 
-/// The `result` member of a `progress` response (with `"resultType":"complete"` when `modern`).
-fn progress_result_object(count: u64, modern: bool) -> Value {
+/// The `result` member of a `progress` response (with `"resultType":"complete"` when `stateless`).
+fn progress_result_object(count: u64, stateless: bool) -> Value {
     let mut v = serde_json::json!({
         "content": [{"type": "text", "text": format!("done: {count} steps")}],
         "isError": false,
     });
-    if modern {
+    if stateless {
         v["resultType"] = "complete".into();
     }
     v
@@ -234,7 +234,7 @@ pub(crate) struct Call {
     pub(crate) token: Value,
     pub(crate) tool: Tool,
     /// Answered on MCP 2026-07-28: every result says `"resultType":"complete"`.
-    pub(crate) modern: bool,
+    pub(crate) stateless: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -255,7 +255,7 @@ impl Call {
     pub(crate) fn result_object(&self) -> Bytes {
         match self.tool {
             Tool::BigResult { size, seed, .. } => {
-                let tail: &[u8] = if self.modern {
+                let tail: &[u8] = if self.stateless {
                     b",\"resultType\":\"complete\""
                 } else {
                     b""
@@ -265,7 +265,7 @@ impl Call {
                 out.freeze()
             }
             Tool::Progress { count } => Bytes::from(
-                serde_json::to_vec(&progress_result_object(count, self.modern))
+                serde_json::to_vec(&progress_result_object(count, self.stateless))
                     .expect("a JSON value serializes"),
             ),
         }
@@ -278,9 +278,9 @@ impl Call {
                 size,
                 seed,
                 progress,
-            } if self.modern => (
+            } if self.stateless => (
                 progress,
-                expected_modern_result(&self.request_id, size, seed),
+                expected_result_2026_07_28(&self.request_id, size, seed),
             ),
             Tool::BigResult {
                 size,
@@ -291,7 +291,7 @@ impl Call {
                 let v = serde_json::json!({
                     "jsonrpc": "2.0",
                     "id": self.request_id,
-                    "result": progress_result_object(count, self.modern),
+                    "result": progress_result_object(count, self.stateless),
                 });
                 let result = Bytes::from(serde_json::to_vec(&v).expect("a JSON value serializes"));
                 (count, result)
@@ -329,7 +329,7 @@ mod tests {
     /// A task's result is the `result` member of the direct answer, byte for byte.
     #[test]
     fn result_objects_are_the_direct_answers_result_member() {
-        for modern in [false, true] {
+        for stateless in [false, true] {
             for tool in [
                 Tool::BigResult {
                     size: 5000,
@@ -342,7 +342,7 @@ mod tests {
                     request_id: serde_json::json!("r-1"),
                     token: Value::Null,
                     tool,
-                    modern,
+                    stateless,
                 };
                 let last = call.messages().pop().unwrap();
                 let prefix = b"{\"jsonrpc\":\"2.0\",\"id\":\"r-1\",\"result\":";

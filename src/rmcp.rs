@@ -65,7 +65,7 @@ use serde_json::{Value, json};
 use sse_stream_02::Sse;
 use tracing::debug;
 
-use crate::client::{ClientConfig, ClientError, build_http};
+use crate::client::{ClientConfig, ClientError, build_http, mime_is};
 use crate::message::RpcId;
 use crate::resume::{
     self, Answer, EndCause, Failure, Output, ReconnectResponse, ResumableStream, Session,
@@ -472,10 +472,7 @@ impl GuardedHttpClient {
                     )));
                 }
                 let content_type = content_type(&response);
-                if !content_type
-                    .as_deref()
-                    .is_some_and(|ct| mime_is(ct, "text/event-stream"))
-                {
+                if !mime_is(content_type.as_deref(), "text/event-stream") {
                     return Err(StreamableHttpError::UnexpectedContentType(content_type));
                 }
                 let body = response.bytes_stream().boxed();
@@ -518,13 +515,6 @@ fn content_type(response: &reqwest::Response) -> Option<String> {
         .headers()
         .get(header::CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-}
-
-fn mime_is(content_type: &str, mime: &str) -> bool {
-    content_type
-        .split(';')
-        .next()
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case(mime))
 }
 
 /// rmcp's auth errors for a `401`/`403` with a challenge.
@@ -824,7 +814,7 @@ impl Post {
             return Err(StreamableHttpError::SessionExpired);
         }
         let content_type = content_type(&response);
-        let is = |mime| content_type.as_deref().is_some_and(|ct| mime_is(ct, mime));
+        let is = |mime| mime_is(content_type.as_deref(), mime);
         let (is_json, is_sse) = (is("application/json"), is("text/event-stream"));
         let new_session = response
             .headers()
@@ -1264,9 +1254,9 @@ mod tests {
         );
         assert_eq!(scope_of("Bearer"), None);
         assert!(mime_is(
-            "text/event-stream; charset=utf-8",
+            Some("text/event-stream; charset=utf-8"),
             "text/event-stream"
         ));
-        assert!(!mime_is("application/json", "text/event-stream"));
+        assert!(!mime_is(Some("application/json"), "text/event-stream"));
     }
 }

@@ -1,7 +1,7 @@
-//! MCP 2026-07-28 ("modern", stateless) on the wire: the per-request `_meta`, the request headers
+//! MCP 2026-07-28 (stateless) on the wire: the per-request `_meta`, the request headers
 //! (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` with their value encoding), the tool definitions whose
-//! header annotations a client must refuse, and how the answer to the first modern request tells
-//! a modern server from a legacy (`initialize`) one.
+//! header annotations a client must refuse, and how the answer to the first 2026-07-28 request
+//! tells a stateless server from an `initialize` one.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
@@ -17,7 +17,7 @@ pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// what it does).
 pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
-/// Adds the modern `_meta` fields to `params` (an object; anything else is replaced by one),
+/// Adds the 2026-07-28 `_meta` fields to `params` (an object; anything else is replaced by one),
 /// keeping any `_meta` the caller set (a progress token).
 pub(crate) fn stamp_meta(params: &mut Value, version: &str, capabilities: &Value, name: &str) {
     if !params.is_object() {
@@ -220,40 +220,40 @@ pub(crate) fn request_headers(
     Ok(headers)
 }
 
-/// What the answer to the first modern request says about the server.
+/// What the answer to the first 2026-07-28 request says about the server.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Era {
-    /// A modern server speaking this version.
-    Modern(String),
-    /// A modern server that refused the version asked for and supports this one: ask again.
+    /// A stateless server speaking this version.
+    Stateless(String),
+    /// A stateless server that refused the version asked for and supports this one: ask again.
     Corrective(String),
-    /// Not a modern server (or one without a version in common): use `initialize`, offering this
-    /// legacy version when the server named one.
-    Legacy(Option<String>),
-    /// A modern server with no version in common.
+    /// Not a stateless server (or one without a version in common): use `initialize`, offering this
+    /// `initialize` version when the server named one.
+    Initialize(Option<String>),
+    /// A stateless server with no version in common.
     NoCommonVersion(Vec<String>),
 }
 
 /// The era of a server from a JSON-RPC answer (a result or an error object) to `server/discover`.
-pub(crate) fn classify(answer: &Value, modern: &[&str], legacy: &[&str]) -> Era {
+pub(crate) fn classify(answer: &Value, stateless: &[&str], initialize: &[&str]) -> Era {
     if let Some(result) = answer.get("result") {
         let supported = strings(&result["supportedVersions"]);
-        if let Some(v) = modern.iter().find(|v| supported.iter().any(|s| s == *v)) {
-            return Era::Modern((*v).to_owned());
+        if let Some(v) = stateless.iter().find(|v| supported.iter().any(|s| s == *v)) {
+            return Era::Stateless((*v).to_owned());
         }
         if supported.is_empty() {
             // A 2025-era server that answers unknown methods with an empty result.
-            return Era::Legacy(None);
+            return Era::Initialize(None);
         }
-        return choose_legacy(supported, legacy);
+        return choose_initialize(supported, initialize);
     }
     if let Some(supported) = supported_versions_of_error(answer) {
-        if let Some(v) = modern.iter().find(|v| supported.iter().any(|s| s == *v)) {
+        if let Some(v) = stateless.iter().find(|v| supported.iter().any(|s| s == *v)) {
             return Era::Corrective((*v).to_owned());
         }
-        return choose_legacy(supported, legacy);
+        return choose_initialize(supported, initialize);
     }
-    Era::Legacy(None)
+    Era::Initialize(None)
 }
 
 /// The versions an unsupported-version error (`-32022`) says the server speaks, when it names any.
@@ -265,9 +265,12 @@ pub(crate) fn supported_versions_of_error(answer: &Value) -> Option<Vec<String>>
     Some(strings(&error["data"]["supported"])).filter(|v| !v.is_empty())
 }
 
-fn choose_legacy(supported: Vec<String>, legacy: &[&str]) -> Era {
-    match legacy.iter().find(|v| supported.iter().any(|s| s == *v)) {
-        Some(v) => Era::Legacy(Some((*v).to_owned())),
+fn choose_initialize(supported: Vec<String>, initialize: &[&str]) -> Era {
+    match initialize
+        .iter()
+        .find(|v| supported.iter().any(|s| s == *v))
+    {
+        Some(v) => Era::Initialize(Some((*v).to_owned())),
         None => Era::NoCommonVersion(supported),
     }
 }
@@ -358,37 +361,37 @@ mod tests {
 
     #[test]
     fn eras_are_told_apart_as_the_specification_says() {
-        let modern = ["2026-07-28"];
-        let legacy = ["2025-11-25", "2025-06-18"];
+        let stateless = ["2026-07-28"];
+        let initialize = ["2025-11-25", "2025-06-18"];
         let ok = json!({"result": {"supportedVersions": ["2026-07-28"]}});
         assert_eq!(
-            classify(&ok, &modern, &legacy),
-            Era::Modern("2026-07-28".into())
+            classify(&ok, &stateless, &initialize),
+            Era::Stateless("2026-07-28".into())
         );
         let wrong = json!({"error": {"code": -32022, "data": {"supported": ["2026-07-28"]}}});
         assert_eq!(
-            classify(&wrong, &modern, &legacy),
+            classify(&wrong, &stateless, &initialize),
             Era::Corrective("2026-07-28".into())
         );
         let old = json!({"error": {"code": -32022, "data": {"supported": ["2025-06-18"]}}});
         assert_eq!(
-            classify(&old, &modern, &legacy),
-            Era::Legacy(Some("2025-06-18".into()))
+            classify(&old, &stateless, &initialize),
+            Era::Initialize(Some("2025-06-18".into()))
         );
         let none = json!({"error": {"code": -32022, "data": {"supported": ["2099-01-01"]}}});
         assert_eq!(
-            classify(&none, &modern, &legacy),
+            classify(&none, &stateless, &initialize),
             Era::NoCommonVersion(vec!["2099-01-01".into()])
         );
-        for legacy_answer in [
+        for initialize_answer in [
             json!({"result": {}}),
             json!({"error": {"code": -32000, "message": "Bad Request: No valid session ID"}}),
             json!({"error": {"code": -32601, "message": "Method not found"}}),
             json!({"error": {"code": -32020}}),
         ] {
             assert_eq!(
-                classify(&legacy_answer, &modern, &legacy),
-                Era::Legacy(None)
+                classify(&initialize_answer, &stateless, &initialize),
+                Era::Initialize(None)
             );
         }
     }
