@@ -2,10 +2,13 @@
 //! (rustls TLS with the platform's roots plus any custom root, HTTP/1.1 and HTTP/2, pooled
 //! connections, `HTTP(S)_PROXY`).
 //!
-//! [`Client::connect`] opens a session: `initialize` offering [`ClientConfig::protocol_version`]
-//! (default `2025-11-25`, the newest version with `Last-Event-ID` resumption), then
-//! `notifications/initialized`; every later request carries `MCP-Protocol-Version` with the version
-//! the server chose and `Mcp-Session-Id` when the server gave one (sessionless servers work too).
+//! [`Client::connect`] picks the protocol per server ([`ClientConfig::protocol`], default
+//! [`Protocol::Auto`]): MCP 2026-07-28 when the server answers `server/discover` (stateless, no
+//! session, no resumption), otherwise a session opened with `initialize` offering
+//! [`PROTOCOL_VERSION`] (`2025-11-25`, the newest version with `Last-Event-ID` resumption) and
+//! `notifications/initialized`. [`ClientConfig::protocol_version`] pins one version instead. On a
+//! session every later request carries `MCP-Protocol-Version` with the version the server chose
+//! and `Mcp-Session-Id` when the server gave one (sessionless servers work too).
 //! [`Client::call`] POSTs one request and takes either answer. An event-stream answer goes through a
 //! [`GuardedStream`]: when the connection is cut, the stream resumes with `GET` + `Last-Event-ID`
 //! and the guard decides whether the replay continues the stream that was cut.
