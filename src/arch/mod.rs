@@ -2,6 +2,9 @@
 //! `arch/`: [`portable`] is the scalar code (always compiled, the reference every kernel is tested
 //! against, and all there is under `--cfg ssegate_disable_simd`); `x86_64/` holds one
 //! instruction set per file (`sse2`, `avx2`, `avx512`), and `aarch64/` the NEON kernels (`neon`).
+//! The block kernels are written once, in `generic`, over its `Vector` trait (the operations an
+//! instruction set offers on a 64-byte block); each instruction set's file implements that trait
+//! on its token and instantiates the kernels in its `#[target_feature]` entry points.
 //! Nothing here knows its consumers: `gate`,
 //! `sse` and `message` import from `arch`, never the reverse.
 //!
@@ -42,6 +45,8 @@
 #[allow(unsafe_code)]
 mod aarch64;
 mod bits;
+#[cfg(any(ssegate_x86_kernels, ssegate_neon_kernels))]
+mod generic;
 pub(crate) mod portable;
 #[cfg(test)]
 pub(crate) mod tests;
