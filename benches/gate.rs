@@ -12,44 +12,15 @@ use ssegate::gate::{GateConfig, Isa};
 use ssegate::message::{Message, Parser};
 use ssegate::sse::{Data, Decoder};
 
+#[path = "common/inputs.rs"]
+mod inputs;
+
 const SIZE: usize = 4 << 20;
 const CHUNK: usize = 16 << 10;
 
-/// A JSON-RPC tool result whose bulk is one long text string with escapes (quotes, newlines, tabs,
-/// backslashes) and some non-ASCII.
-fn prose() -> Vec<u8> {
-    let mut text = String::with_capacity(SIZE);
-    let mut i = 0u64;
-    while text.len() < SIZE - 200 {
-        text.push_str(&format!(
-            "Paragraph {i}: the server said \"resume from here\" and the client\tappended the replay \
-             onto a partial event, so the JSON looked complete but was not — a path like C:\\tmp\\x.\n"
-        ));
-        i += 1;
-    }
-    let v = serde_json::json!({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
-    serde_json::to_vec(&v).unwrap()
-}
-
 /// A structure-dense array of small objects and numbers.
 fn dense() -> Vec<u8> {
-    let mut out = b"[".to_vec();
-    let mut i = 0u64;
-    while out.len() < SIZE - 200 {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(
-            format!(
-                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
-                i % 1000,
-                i % 7,
-                i % 13
-            )
-            .as_bytes(),
-        );
-        i += 1;
-    }
+    let mut out = inputs::rows(b"[".to_vec(), SIZE - 200);
     out.push(b']');
     out
 }
@@ -118,7 +89,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     // Chunks as a transport delivers them: each its own allocation, made fresh for every iteration
     // (outside the timing), so dropping a chunk really frees it.
     let frame = sse_frame(&json);
-    let chunks = || -> Vec<Bytes> { frame.chunks(CHUNK).map(Bytes::copy_from_slice).collect() };
+    let chunks = || inputs::chunks(&frame, CHUNK);
     let mut gate = GateConfig::new().build();
     g.bench_function("decode_gate_parse", |b| {
         b.iter_batched(
@@ -146,7 +117,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
 }
 
 fn benches(c: &mut Criterion) {
-    group(c, "prose_4MiB", prose());
+    group(c, "prose_4MiB", inputs::prose_result(SIZE));
     group(c, "dense_4MiB", dense());
 }
 

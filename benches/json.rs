@@ -14,43 +14,18 @@ use std::hint::black_box;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use ssegate::gate::{Gate, Verdict};
 
+#[path = "common/inputs.rs"]
+mod inputs;
+
 const SIZE: usize = 4 << 20;
 const CHUNK: usize = 16 << 10;
 
-/// A JSON-RPC tool result whose bulk is one long text string with escapes and some non-ASCII.
-fn prose(size: usize) -> Vec<u8> {
-    let mut text = String::with_capacity(size);
-    let mut i = 0u64;
-    while text.len() < size.saturating_sub(200) {
-        text.push_str(&format!(
-            "Paragraph {i}: the server said \"resume from here\" and the client\tappended the replay \
-             onto a partial event, so the JSON looked complete but was not — a path like C:\\tmp\\x.\n"
-        ));
-        i += 1;
-    }
-    let v = serde_json::json!({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
-    serde_json::to_vec(&v).unwrap()
-}
-
 /// A JSON-RPC result whose bulk is a structure-dense array of small objects and numbers.
 fn dense(size: usize) -> Vec<u8> {
-    let mut out = br#"{"jsonrpc":"2.0","id":4,"result":{"rows":["#.to_vec();
-    let mut i = 0u64;
-    while out.len() < size.saturating_sub(200) {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(
-            format!(
-                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
-                i % 1000,
-                i % 7,
-                i % 13
-            )
-            .as_bytes(),
-        );
-        i += 1;
-    }
+    let mut out = inputs::rows(
+        br#"{"jsonrpc":"2.0","id":4,"result":{"rows":["#.to_vec(),
+        size.saturating_sub(200),
+    );
     out.extend_from_slice(b"]}}");
     out
 }
@@ -142,7 +117,7 @@ fn group(c: &mut Criterion, name: &str, make: fn(usize) -> Vec<u8>) {
 }
 
 fn benches(c: &mut Criterion) {
-    group(c, "json_prose_4mib", prose);
+    group(c, "json_prose_4mib", inputs::prose_result);
     group(c, "json_dense_4mib", dense);
 }
 

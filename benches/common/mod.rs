@@ -1,6 +1,11 @@
-//! Inputs and decoders shared by the `decode` and `alloc` benches: MCP-shaped SSE inputs, and
+//! What the benches share: the inputs ([`inputs`], which the `gate` and `json` benches include
+//! alone, as they build without the `stream` feature), and for the `decode` and `alloc` benches
 //! ssegate plus every peer crate as one function from owned chunks to an event count.
 #![allow(dead_code)]
+
+pub(crate) mod inputs;
+
+pub(crate) use inputs::*;
 
 use std::hint::black_box;
 use std::io;
@@ -11,71 +16,6 @@ use futures::executor::block_on;
 use ssegate::message::Parser;
 use ssegate::resume::{Output, ResumableStream};
 use ssegate::sse::Decoder;
-
-/// A tool result as MCP servers send it (the TypeScript SDK's frame: `event: message`, `id:`, one
-/// `data:` line): one JSON-RPC response, its text a JSON string of prose with escapes.
-pub(crate) fn big_event(size: usize) -> Vec<u8> {
-    let mut text = String::new();
-    let prose = "The quick brown fox jumps over the lazy dog; \\\"quoted\\\" text, a path C:\\\\tmp\\\\x, \
-                 numbers 12345.678 and a line break\\n. ";
-    while text.len() < size {
-        text.push_str(prose);
-    }
-    text.truncate(size);
-    format!(
-        "event: message\nid: 17\ndata: {{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":false}}}}\n\n"
-    )
-    .into_bytes()
-}
-
-/// One JSON-RPC result whose bulk is a structure-dense array of small objects (~4 MiB), in the same
-/// frame as [`big_event`].
-pub(crate) fn dense_event(size: usize) -> Vec<u8> {
-    let mut out =
-        b"event: message\nid: 18\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"rows\":["
-            .to_vec();
-    let mut i = 0u64;
-    while out.len() < size {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(
-            format!(
-                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
-                i % 1000,
-                i % 7,
-                i % 13
-            )
-            .as_bytes(),
-        );
-        i += 1;
-    }
-    out.extend_from_slice(b"]}}\n\n");
-    out
-}
-
-/// `n` progress notifications, ~200 bytes each, in the same frame as [`big_event`].
-pub(crate) fn progress_events(n: usize) -> Vec<u8> {
-    let mut out = String::new();
-    for i in 0..n {
-        out.push_str(&format!(
-            "event: message\nid: {i}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"req-42\",\"progress\":{i},\"total\":{n},\"message\":\"Processing item {i} of {n}\"}}}}\n\n"
-        ));
-    }
-    out.into_bytes()
-}
-
-/// `input` in chunks of `size` bytes as a transport hands them over: each chunk its own
-/// allocation (not a slice of one shared buffer), so that dropping a chunk frees it and a chunk a
-/// decoder keeps pins its own bytes only.
-pub(crate) fn chunks(input: &[u8], size: usize) -> Vec<Bytes> {
-    input.chunks(size).map(Bytes::copy_from_slice).collect()
-}
-
-/// Fresh copies of `chunks` (each its own allocation again), for one timed iteration.
-pub(crate) fn fresh(chunks: &[Bytes]) -> Vec<Bytes> {
-    chunks.iter().map(|c| Bytes::copy_from_slice(c)).collect()
-}
 
 fn decode_all(chunks: Vec<Bytes>) -> usize {
     decode_with(Decoder::new(), chunks)
