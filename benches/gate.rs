@@ -4,6 +4,8 @@
 //!
 //! `cargo bench --bench gate -- --warm-up-time 0.5 --measurement-time 1`
 
+mod common;
+
 use std::hint::black_box;
 
 use bytes::Bytes;
@@ -12,15 +14,12 @@ use ssegate::gate::{GateConfig, Isa};
 use ssegate::message::{Message, Parser};
 use ssegate::sse::{Data, Decoder};
 
-#[path = "common/inputs.rs"]
-mod inputs;
-
 const SIZE: usize = 4 << 20;
 const CHUNK: usize = 16 << 10;
 
 /// A structure-dense array of small objects and numbers.
 fn dense() -> Vec<u8> {
-    let mut out = inputs::rows(b"[".to_vec(), SIZE - 200);
+    let mut out = common::rows(b"[".to_vec(), SIZE - 200);
     out.push(b']');
     out
 }
@@ -37,13 +36,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     g.throughput(Throughput::Bytes(json.len() as u64));
     g.sample_size(20);
 
-    let mut dst = vec![0u8; json.len()];
-    g.bench_function("memcpy", |b| {
-        b.iter(|| {
-            dst.copy_from_slice(black_box(&json));
-            black_box(&dst);
-        })
-    });
+    common::memcpy(&mut g, &json);
 
     for isa in Isa::available().rev() {
         for exact in [false, true] {
@@ -65,17 +58,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
         }
     }
 
-    let mut buffers = simd_json::Buffers::new(json.len());
-    g.bench_function("simd_json_parse", |b| {
-        b.iter_batched_ref(
-            || json.clone(),
-            |input| {
-                let v = simd_json::to_borrowed_value_with_buffers(input, &mut buffers).unwrap();
-                black_box(&v);
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    common::simd_json_parse(&mut g, "simd_json_parse", &json);
 
     let mut parser = Parser::new();
     let msg = Message::new(Data::from(Bytes::from(json.clone())));
@@ -89,7 +72,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     // Chunks as a transport delivers them: each its own allocation, made fresh for every iteration
     // (outside the timing), so dropping a chunk really frees it.
     let frame = sse_frame(&json);
-    let chunks = || inputs::chunks(&frame, CHUNK);
+    let chunks = || common::chunks(&frame, CHUNK);
     let mut gate = GateConfig::new().build();
     g.bench_function("decode_gate_parse", |b| {
         b.iter_batched(
@@ -117,7 +100,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
 }
 
 fn benches(c: &mut Criterion) {
-    group(c, "prose_4MiB", inputs::prose_result(SIZE));
+    group(c, "prose_4MiB", common::prose_result(SIZE));
     group(c, "dense_4MiB", dense());
 }
 

@@ -240,88 +240,48 @@ pub(crate) fn json_blocks<S: Vector>(
     i
 }
 
-/// The kernels' entry points for one instruction set's token `$token`: a `#[target_feature]`
-/// function per kernel with the features `$features` (every feature the token proves the CPU
-/// runs), which instantiates the generic kernel above, and a safe method on the token that calls
-/// it.
+/// The kernels' entry points for one instruction set's token `$token`: for each kernel above, a
+/// `#[target_feature]` function with the features `$features` (every feature the token proves the
+/// CPU runs) that instantiates it, and a safe method on the token that calls that function.
 macro_rules! kernel_entry_points {
     ($token:ty, $features:literal) => {
         impl $token {
-            /// See [`Kernels::scan_string`](crate::arch::Kernels::scan_string).
-            #[inline]
-            pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
-                #[target_feature(enable = $features)]
-                fn kernel<const NON_ASCII: bool>(s: $token, bytes: &[u8]) -> usize {
-                    $crate::arch::generic::scan_string::<$token, NON_ASCII>(s, bytes)
-                }
-                // SAFETY: `self` exists, so the CPU runs every feature of `$features` (the token's
-                // contract).
-                unsafe { kernel::<NON_ASCII>(self, bytes) }
-            }
-
-            /// See [`Kernels::string_blocks`](crate::arch::Kernels::string_blocks).
-            #[inline]
-            pub(crate) fn string_blocks(
-                self,
-                bytes: &[u8],
-                sink: impl FnMut(usize, $crate::arch::StringMasks) -> bool,
-            ) -> $crate::arch::Blocks {
-                #[target_feature(enable = $features)]
-                fn kernel(
-                    s: $token,
+            $crate::arch::generic::kernel_entry_points!(@entry $token, $features,
+                scan_string<const NON_ASCII: bool>[NON_ASCII](bytes: &[u8]) -> usize);
+            $crate::arch::generic::kernel_entry_points!(@entry $token, $features,
+                string_blocks<>[](
                     bytes: &[u8],
-                    sink: impl FnMut(usize, $crate::arch::StringMasks) -> bool,
-                ) -> $crate::arch::Blocks {
-                    $crate::arch::generic::string_blocks(s, bytes, sink)
-                }
-                // SAFETY: `self` exists, so the CPU runs every feature of `$features` (the token's
-                // contract).
-                unsafe { kernel(self, bytes, sink) }
-            }
-
-            /// See [`Kernels::json_blocks`](crate::arch::Kernels::json_blocks).
-            #[inline]
-            pub(crate) fn json_blocks(
-                self,
-                bytes: &[u8],
-                carry: &mut $crate::arch::StringCarry,
-                sink: impl FnMut(usize, $crate::arch::JsonMasks) -> bool,
-            ) -> usize {
-                #[target_feature(enable = $features)]
-                fn kernel(
-                    s: $token,
+                    sink: impl FnMut(usize, $crate::arch::StringMasks) -> bool
+                ) -> $crate::arch::Blocks);
+            $crate::arch::generic::kernel_entry_points!(@entry $token, $features,
+                json_blocks<>[](
                     bytes: &[u8],
                     carry: &mut $crate::arch::StringCarry,
-                    sink: impl FnMut(usize, $crate::arch::JsonMasks) -> bool,
-                ) -> usize {
-                    $crate::arch::generic::json_blocks(s, bytes, carry, sink)
-                }
-                // SAFETY: `self` exists, so the CPU runs every feature of `$features` (the token's
-                // contract).
-                unsafe { kernel(self, bytes, carry, sink) }
-            }
-
-            /// See [`Kernels::structural_blocks`](crate::arch::Kernels::structural_blocks).
-            #[inline]
-            pub(crate) fn structural_blocks(
-                self,
-                bytes: &[u8],
-                carry: &mut $crate::arch::StringCarry,
-                sink: impl FnMut(usize, $crate::arch::Structurals) -> bool,
-            ) -> usize {
-                #[target_feature(enable = $features)]
-                fn kernel(
-                    s: $token,
+                    sink: impl FnMut(usize, $crate::arch::JsonMasks) -> bool
+                ) -> usize);
+            $crate::arch::generic::kernel_entry_points!(@entry $token, $features,
+                structural_blocks<>[](
                     bytes: &[u8],
                     carry: &mut $crate::arch::StringCarry,
-                    sink: impl FnMut(usize, $crate::arch::Structurals) -> bool,
-                ) -> usize {
-                    $crate::arch::generic::structural_blocks(s, bytes, carry, sink)
-                }
-                // SAFETY: `self` exists, so the CPU runs every feature of `$features` (the token's
-                // contract).
-                unsafe { kernel(self, bytes, carry, sink) }
+                    sink: impl FnMut(usize, $crate::arch::Structurals) -> bool
+                ) -> usize);
+        }
+    };
+    // One kernel `$name`, with its const generics (declared in `<...>`, passed in `[...]`).
+    (@entry $token:ty, $features:literal,
+        $name:ident<$(const $c:ident: $cty:ty),*>[$($cv:ident),*]($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty) => {
+        #[doc = concat!(
+            "See [`Kernels::", stringify!($name), "`](crate::arch::Kernels::", stringify!($name), ")."
+        )]
+        #[inline]
+        pub(crate) fn $name<$(const $c: $cty),*>(self, $($arg: $ty),*) -> $ret {
+            #[target_feature(enable = $features)]
+            fn kernel<$(const $c: $cty),*>(s: $token, $($arg: $ty),*) -> $ret {
+                $crate::arch::generic::$name::<$token, $($cv),*>(s, $($arg),*)
             }
+            // SAFETY: `self` exists, so the CPU runs every feature of `$features` (the token's
+            // contract).
+            unsafe { kernel::<$($cv),*>(self, $($arg),*) }
         }
     };
 }
