@@ -11,7 +11,8 @@ use crate::arch::{
 };
 
 /// The operations of one instruction set on a 64-byte block, implemented by its token (a value
-/// only detection creates, so every method is safe: the token proves the CPU runs them).
+/// only run-time detection creates, or for NEON the compile-time target, so every method is safe:
+/// the token proves the CPU runs them).
 ///
 /// Comparisons give a lane mask ([`Vector::Mask`]), kept in the instruction set's own form (a
 /// vector of lanes, or a mask register) until [`Vector::bits`] turns it into a `u64` whose bit `p`
