@@ -40,7 +40,8 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use common::{
-    DECODERS, GUARDED, Run, big_event, chunks, dense_event, fresh, guarded_with, progress_events,
+    DECODERS, GUARDED, Run, big_event, chunks, dense_event, fresh, guarded_with, memcpy,
+    progress_events,
 };
 use criterion::measurement::WallTime;
 use criterion::{
@@ -58,16 +59,6 @@ fn bench_decoder(g: &mut BenchmarkGroup<'_, WallTime>, id: &str, run: Run, chunk
             |chunks| black_box(run(chunks)),
             BatchSize::LargeInput,
         )
-    });
-}
-
-fn memcpy(g: &mut BenchmarkGroup<'_, WallTime>, input: &[u8]) {
-    let mut dst = vec![0u8; input.len()];
-    g.bench_function("memcpy", |b| {
-        b.iter(|| {
-            dst.copy_from_slice(black_box(input));
-            black_box(&dst);
-        })
     });
 }
 

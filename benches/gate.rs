@@ -4,6 +4,8 @@
 //!
 //! `cargo bench --bench gate -- --warm-up-time 0.5 --measurement-time 1`
 
+mod common;
+
 use std::hint::black_box;
 
 use bytes::Bytes;
@@ -15,41 +17,9 @@ use ssegate::sse::{Data, Decoder};
 const SIZE: usize = 4 << 20;
 const CHUNK: usize = 16 << 10;
 
-/// A JSON-RPC tool result whose bulk is one long text string with escapes (quotes, newlines, tabs,
-/// backslashes) and some non-ASCII.
-fn prose() -> Vec<u8> {
-    let mut text = String::with_capacity(SIZE);
-    let mut i = 0u64;
-    while text.len() < SIZE - 200 {
-        text.push_str(&format!(
-            "Paragraph {i}: the server said \"resume from here\" and the client\tappended the replay \
-             onto a partial event, so the JSON looked complete but was not — a path like C:\\tmp\\x.\n"
-        ));
-        i += 1;
-    }
-    let v = serde_json::json!({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
-    serde_json::to_vec(&v).unwrap()
-}
-
 /// A structure-dense array of small objects and numbers.
 fn dense() -> Vec<u8> {
-    let mut out = b"[".to_vec();
-    let mut i = 0u64;
-    while out.len() < SIZE - 200 {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(
-            format!(
-                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
-                i % 1000,
-                i % 7,
-                i % 13
-            )
-            .as_bytes(),
-        );
-        i += 1;
-    }
+    let mut out = common::rows(b"[".to_vec(), SIZE - 200);
     out.push(b']');
     out
 }
@@ -66,13 +36,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     g.throughput(Throughput::Bytes(json.len() as u64));
     g.sample_size(20);
 
-    let mut dst = vec![0u8; json.len()];
-    g.bench_function("memcpy", |b| {
-        b.iter(|| {
-            dst.copy_from_slice(black_box(&json));
-            black_box(&dst);
-        })
-    });
+    common::memcpy(&mut g, &json);
 
     for isa in Isa::available().rev() {
         for exact in [false, true] {
@@ -94,17 +58,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
         }
     }
 
-    let mut buffers = simd_json::Buffers::new(json.len());
-    g.bench_function("simd_json_parse", |b| {
-        b.iter_batched_ref(
-            || json.clone(),
-            |input| {
-                let v = simd_json::to_borrowed_value_with_buffers(input, &mut buffers).unwrap();
-                black_box(&v);
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    common::simd_json_parse(&mut g, "simd_json_parse", &json);
 
     let mut parser = Parser::new();
     let msg = Message::new(Data::from(Bytes::from(json.clone())));
@@ -118,7 +72,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
     // Chunks as a transport delivers them: each its own allocation, made fresh for every iteration
     // (outside the timing), so dropping a chunk really frees it.
     let frame = sse_frame(&json);
-    let chunks = || -> Vec<Bytes> { frame.chunks(CHUNK).map(Bytes::copy_from_slice).collect() };
+    let chunks = || common::chunks(&frame, CHUNK);
     let mut gate = GateConfig::new().build();
     g.bench_function("decode_gate_parse", |b| {
         b.iter_batched(
@@ -146,7 +100,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
 }
 
 fn benches(c: &mut Criterion) {
-    group(c, "prose_4MiB", prose());
+    group(c, "prose_4MiB", common::prose_result(SIZE));
     group(c, "dense_4MiB", dense());
 }
 

@@ -9,6 +9,8 @@
 //! shape (`naive_reparse_per_16k_chunk_256KiB`, its own throughput) so that the bench finishes; at
 //! 4 MiB it would be another ~16x slower per byte.
 
+mod common;
+
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -17,40 +19,12 @@ use ssegate::gate::{Gate, Verdict};
 const SIZE: usize = 4 << 20;
 const CHUNK: usize = 16 << 10;
 
-/// A JSON-RPC tool result whose bulk is one long text string with escapes and some non-ASCII.
-fn prose(size: usize) -> Vec<u8> {
-    let mut text = String::with_capacity(size);
-    let mut i = 0u64;
-    while text.len() < size.saturating_sub(200) {
-        text.push_str(&format!(
-            "Paragraph {i}: the server said \"resume from here\" and the client\tappended the replay \
-             onto a partial event, so the JSON looked complete but was not — a path like C:\\tmp\\x.\n"
-        ));
-        i += 1;
-    }
-    let v = serde_json::json!({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
-    serde_json::to_vec(&v).unwrap()
-}
-
 /// A JSON-RPC result whose bulk is a structure-dense array of small objects and numbers.
 fn dense(size: usize) -> Vec<u8> {
-    let mut out = br#"{"jsonrpc":"2.0","id":4,"result":{"rows":["#.to_vec();
-    let mut i = 0u64;
-    while out.len() < size.saturating_sub(200) {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(
-            format!(
-                r#"{{"id":{i},"v":[{},{}.5,-3],"ok":true,"t":"x{}"}}"#,
-                i % 1000,
-                i % 7,
-                i % 13
-            )
-            .as_bytes(),
-        );
-        i += 1;
-    }
+    let mut out = common::rows(
+        br#"{"jsonrpc":"2.0","id":4,"result":{"rows":["#.to_vec(),
+        size.saturating_sub(200),
+    );
     out.extend_from_slice(b"]}}");
     out
 }
@@ -76,13 +50,7 @@ fn group(c: &mut Criterion, name: &str, make: fn(usize) -> Vec<u8>) {
     g.throughput(Throughput::Bytes(json.len() as u64));
     g.sample_size(10);
 
-    let mut dst = vec![0u8; json.len()];
-    g.bench_function("memcpy", |b| {
-        b.iter(|| {
-            dst.copy_from_slice(black_box(&json));
-            black_box(&dst);
-        })
-    });
+    common::memcpy(&mut g, &json);
 
     let mut gate = Gate::new();
     g.bench_function("ssegate_gate", |b| {
@@ -99,17 +67,7 @@ fn group(c: &mut Criterion, name: &str, make: fn(usize) -> Vec<u8>) {
         b.iter(|| black_box(serde_json::from_slice::<serde_json::Value>(black_box(&json)).unwrap()))
     });
 
-    let mut buffers = simd_json::Buffers::new(json.len());
-    g.bench_function("simd_json_borrowed", |b| {
-        b.iter_batched_ref(
-            || json.clone(),
-            |input| {
-                let v = simd_json::to_borrowed_value_with_buffers(input, &mut buffers).unwrap();
-                black_box(&v);
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    common::simd_json_parse(&mut g, "simd_json_borrowed", &json);
 
     // The validators: the same grammar check with no value built. `serde_json_validate` walks the
     // input once, byte by byte, into `IgnoredAny`; `simd_json_tape` is simd-json's stage 1 and
@@ -121,6 +79,7 @@ fn group(c: &mut Criterion, name: &str, make: fn(usize) -> Vec<u8>) {
         })
     });
 
+    let mut buffers = simd_json::Buffers::new(json.len());
     g.bench_function("simd_json_tape", |b| {
         b.iter_batched_ref(
             || json.clone(),
@@ -142,7 +101,7 @@ fn group(c: &mut Criterion, name: &str, make: fn(usize) -> Vec<u8>) {
 }
 
 fn benches(c: &mut Criterion) {
-    group(c, "json_prose_4mib", prose);
+    group(c, "json_prose_4mib", common::prose_result);
     group(c, "json_dense_4mib", dense);
 }
 

@@ -1,16 +1,47 @@
-//! Inputs and decoders shared by the `decode` and `alloc` benches: MCP-shaped SSE inputs, and
-//! ssegate plus every peer crate as one function from owned chunks to an event count.
+//! What the benches share: MCP-shaped JSON and SSE inputs, chunks of them as a transport hands
+//! them over, the baseline rows every group measures against, and (with the `stream` feature, which
+//! the `decode` and `alloc` benches need) ssegate and the peer decoders as functions ([`decoders`]).
 #![allow(dead_code)]
 
+#[cfg(feature = "stream")]
+mod decoders;
+
 use std::hint::black_box;
-use std::io;
 
 use bytes::Bytes;
-use futures::StreamExt;
-use futures::executor::block_on;
-use ssegate::message::Parser;
-use ssegate::resume::{Output, ResumableStream};
-use ssegate::sse::Decoder;
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup};
+// Not every bench uses the decoders.
+#[cfg(feature = "stream")]
+#[allow(unused_imports)]
+pub(crate) use decoders::*;
+
+/// The `memcpy` row: a copy of `input`, the floor each group's throughputs are compared with.
+pub(crate) fn memcpy(g: &mut BenchmarkGroup<'_, WallTime>, input: &[u8]) {
+    let mut dst = vec![0u8; input.len()];
+    g.bench_function("memcpy", |b| {
+        b.iter(|| {
+            dst.copy_from_slice(black_box(input));
+            black_box(&dst);
+        })
+    });
+}
+
+/// A row `id`: simd-json's full parse of `json` into a borrowed value (its buffers reused; the
+/// input copied outside the timing, as the parse writes into it).
+pub(crate) fn simd_json_parse(g: &mut BenchmarkGroup<'_, WallTime>, id: &str, json: &[u8]) {
+    let mut buffers = simd_json::Buffers::new(json.len());
+    g.bench_function(id, |b| {
+        b.iter_batched_ref(
+            || json.to_vec(),
+            |input| {
+                let v = simd_json::to_borrowed_value_with_buffers(input, &mut buffers).unwrap();
+                black_box(&v);
+            },
+            BatchSize::LargeInput,
+        )
+    });
+}
 
 /// A tool result as MCP servers send it (the TypeScript SDK's frame: `event: message`, `id:`, one
 /// `data:` line): one JSON-RPC response, its text a JSON string of prose with escapes.
@@ -31,9 +62,18 @@ pub(crate) fn big_event(size: usize) -> Vec<u8> {
 /// One JSON-RPC result whose bulk is a structure-dense array of small objects (~4 MiB), in the same
 /// frame as [`big_event`].
 pub(crate) fn dense_event(size: usize) -> Vec<u8> {
-    let mut out =
+    let mut out = rows(
         b"event: message\nid: 18\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"rows\":["
-            .to_vec();
+            .to_vec(),
+        size,
+    );
+    out.extend_from_slice(b"]}}\n\n");
+    out
+}
+
+/// `out` followed by small JSON objects, comma-separated, until it is at least `size` bytes long:
+/// the bulk of the structure-dense inputs.
+pub(crate) fn rows(mut out: Vec<u8>, size: usize) -> Vec<u8> {
     let mut i = 0u64;
     while out.len() < size {
         if i > 0 {
@@ -50,8 +90,23 @@ pub(crate) fn dense_event(size: usize) -> Vec<u8> {
         );
         i += 1;
     }
-    out.extend_from_slice(b"]}}\n\n");
     out
+}
+
+/// A JSON-RPC tool result of about `size` bytes whose bulk is one long text string with escapes
+/// (quotes, newlines, tabs, backslashes) and some non-ASCII.
+pub(crate) fn prose_result(size: usize) -> Vec<u8> {
+    let mut text = String::with_capacity(size);
+    let mut i = 0u64;
+    while text.len() < size.saturating_sub(200) {
+        text.push_str(&format!(
+            "Paragraph {i}: the server said \"resume from here\" and the client\tappended the replay \
+             onto a partial event, so the JSON looked complete but was not — a path like C:\\tmp\\x.\n"
+        ));
+        i += 1;
+    }
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
+    serde_json::to_vec(&v).unwrap()
 }
 
 /// `n` progress notifications, ~200 bytes each, in the same frame as [`big_event`].
@@ -76,134 +131,3 @@ pub(crate) fn chunks(input: &[u8], size: usize) -> Vec<Bytes> {
 pub(crate) fn fresh(chunks: &[Bytes]) -> Vec<Bytes> {
     chunks.iter().map(|c| Bytes::copy_from_slice(c)).collect()
 }
-
-fn decode_all(chunks: Vec<Bytes>) -> usize {
-    decode_with(Decoder::new(), chunks)
-}
-
-/// Decodes `chunks` with `d`, dropping each event as it comes.
-pub(crate) fn decode_with(mut d: Decoder, chunks: Vec<Bytes>) -> usize {
-    let mut n = 0;
-    for c in chunks {
-        d.feed(c);
-        while let Some(r) = d.next_event() {
-            black_box(&r);
-            n += 1;
-        }
-    }
-    n
-}
-
-type Chunks = futures::stream::Iter<std::vec::IntoIter<Result<Bytes, io::Error>>>;
-
-fn source(chunks: Vec<Bytes>) -> Chunks {
-    let items: Vec<Result<Bytes, io::Error>> = chunks.into_iter().map(Ok).collect();
-    futures::stream::iter(items)
-}
-
-/// Drains `stream`, counting the `Ok` items (every peer yields `Result<Event, _>`).
-fn drain<S, T, E>(stream: S) -> usize
-where
-    S: futures::Stream<Item = Result<T, E>>,
-    E: std::fmt::Debug,
-{
-    block_on(async move {
-        let mut stream = std::pin::pin!(stream);
-        let mut n = 0;
-        while let Some(item) = stream.next().await {
-            black_box(&item.expect("peer decodes the input"));
-            n += 1;
-        }
-        n
-    })
-}
-
-/// One decoder, as a function from owned chunks to the number of events.
-pub(crate) type Run = fn(Vec<Bytes>) -> usize;
-
-/// ssegate and every peer, by bench id.
-pub(crate) const DECODERS: [(&str, Run); 6] = [
-    ("ssegate", decode_all),
-    ("ssegate_stream", |c| {
-        drain(ssegate::sse::EventStream::new(source(c)))
-    }),
-    ("sse-stream_0.3", |c| {
-        drain(sse_stream::SseByteStream::new(source(c)))
-    }),
-    ("sse-stream_0.2", |c| {
-        drain(sse_stream_02::SseStream::from_bytes_stream(source(c)))
-    }),
-    ("sseer", |c| drain(sseer::EventStream::new(source(c)))),
-    ("eventsource-stream", |c| {
-        drain(eventsource_stream::EventStream::new(source(c)))
-    }),
-];
-
-/// The path a guarded client runs: `ResumableStream` (decoder, exact gate, JSON-RPC peek, content
-/// hash, replay window) fed the chunks, every delivered message counted. With `parse`, each message
-/// is then parsed by the application with simd-json through [`Parser`] (one copy into its padded
-/// scratch, kept between messages).
-pub(crate) fn guarded(chunks: Vec<Bytes>, parse: bool) -> usize {
-    guarded_with(ResumableStream::new(), chunks, parse)
-}
-
-/// [`guarded`] on a stream the caller configured.
-pub(crate) fn guarded_with(mut stream: ResumableStream, chunks: Vec<Bytes>, parse: bool) -> usize {
-    let mut parser = Parser::new();
-    let now = std::time::Instant::now();
-    let mut n = 0;
-    for c in chunks {
-        stream.feed(c, now);
-        while let Some(out) = stream.poll() {
-            match out {
-                Output::Deliver(d) => {
-                    if parse {
-                        let v = d.message.parse_value(&mut parser).expect("valid JSON");
-                        black_box(&v);
-                    } else {
-                        black_box(&d);
-                    }
-                    n += 1;
-                }
-                Output::Failed(f) => panic!("the guard refused a correct stream: {f}"),
-                _ => {}
-            }
-        }
-    }
-    n
-}
-
-/// The unguarded baseline an application runs: decode, copy each event's data into one reused
-/// buffer, parse it with simd-json (its buffers reused too).
-pub(crate) fn decode_and_parse(chunks: Vec<Bytes>) -> usize {
-    let mut d = Decoder::new();
-    let mut buf = Vec::new();
-    let mut buffers = simd_json::Buffers::default();
-    let mut n = 0;
-    for c in chunks {
-        d.feed(c);
-        while let Some(r) = d.next_event() {
-            let ev = r.expect("no limit is hit");
-            buf.clear();
-            ev.data.copy_to(&mut buf);
-            let v = simd_json::to_borrowed_value_with_buffers(&mut buf, &mut buffers)
-                .expect("valid JSON");
-            black_box(&v);
-            n += 1;
-        }
-    }
-    n
-}
-
-/// The shipped path and its parse baselines, by bench id (each row's events are counted as
-/// delivered messages).
-pub(crate) const GUARDED: [(&str, Run); 4] = [
-    ("ssegate_guarded", |c| guarded(c, false)),
-    // The same with the gate reading each message at dispatch instead of ahead of it.
-    ("ssegate_guarded_at_dispatch", |c| {
-        let stream = ResumableStream::config().gate_ahead(usize::MAX).build();
-        guarded_with(stream, c, false)
-    }),
-    ("ssegate_guarded+simd_json", |c| guarded(c, true)),
-    ("ssegate+simd_json", decode_and_parse),
-];

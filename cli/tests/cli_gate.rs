@@ -1,20 +1,12 @@
 //! `ssegate gate` through the built binary: one word, the same under every split.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
 
 /// Runs `ssegate gate ARGS` on `input`; its stdout and stderr, after asserting it succeeded.
 fn run_gate(args: &[&str], input: &[u8]) -> (String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
-        .arg("gate")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ssegate");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::ssegate("gate", args, input);
     assert!(
         out.status.success(),
         "stderr: {}",

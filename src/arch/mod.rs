@@ -2,6 +2,9 @@
 //! `arch/`: [`portable`] is the scalar code (always compiled, the reference every kernel is tested
 //! against, and all there is under `--cfg ssegate_disable_simd`); `x86_64/` holds one
 //! instruction set per file (`sse2`, `avx2`, `avx512`), and `aarch64/` the NEON kernels (`neon`).
+//! The block kernels are written once, in `generic`, over its `Vector` trait (the operations an
+//! instruction set offers on a 64-byte block); each instruction set's file implements that trait
+//! on its token and instantiates the kernels in its `#[target_feature]` entry points.
 //! Nothing here knows its consumers: `gate`,
 //! `sse` and `message` import from `arch`, never the reverse.
 //!
@@ -42,6 +45,8 @@
 #[allow(unsafe_code)]
 mod aarch64;
 mod bits;
+#[cfg(any(ssegate_x86_kernels, ssegate_neon_kernels))]
+mod generic;
 pub(crate) mod portable;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -287,6 +292,21 @@ pub(crate) enum Kernels {
     Neon(aarch64::neon::Neon),
 }
 
+/// `$call` on the kernels of `$kernels` (bound to `$k`), or `$portable` for the portable code.
+macro_rules! on_kernels {
+    ($kernels:expr, |$k:ident| $call:expr, $portable:block) => {
+        match $kernels {
+            Kernels::Portable => $portable,
+            #[cfg(ssegate_x86_kernels)]
+            Kernels::Avx2($k) => $call,
+            #[cfg(ssegate_x86_kernels)]
+            Kernels::Avx512($k) => $call,
+            #[cfg(ssegate_neon_kernels)]
+            Kernels::Neon($k) => $call,
+        }
+    };
+}
+
 impl Kernels {
     /// The kernels of `isa`, or `None` when this CPU (or this build) cannot run them.
     pub(crate) fn new(isa: Isa) -> Option<Kernels> {
@@ -332,15 +352,9 @@ impl Kernels {
     /// 0x80; `bytes.len()` when there is none.
     #[inline]
     pub(crate) fn scan_string<const NON_ASCII: bool>(self, bytes: &[u8]) -> usize {
-        match self {
-            Kernels::Portable => portable::scan_string::<NON_ASCII>(bytes),
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx2(k) => k.scan_string::<NON_ASCII>(bytes),
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx512(k) => k.scan_string::<NON_ASCII>(bytes),
-            #[cfg(ssegate_neon_kernels)]
-            Kernels::Neon(k) => k.scan_string::<NON_ASCII>(bytes),
-        }
+        on_kernels!(self, |k| k.scan_string::<NON_ASCII>(bytes), {
+            portable::scan_string::<NON_ASCII>(bytes)
+        })
     }
 
     /// Whether [`Kernels::string_blocks`] classifies anything (the portable build does not).
@@ -360,18 +374,10 @@ impl Kernels {
         bytes: &[u8],
         sink: impl FnMut(usize, StringMasks) -> bool,
     ) -> Blocks {
-        match self {
-            Kernels::Portable => {
-                let _ = (bytes, sink);
-                Blocks::default()
-            }
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx2(k) => k.string_blocks(bytes, sink),
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx512(k) => k.string_blocks(bytes, sink),
-            #[cfg(ssegate_neon_kernels)]
-            Kernels::Neon(k) => k.string_blocks(bytes, sink),
-        }
+        on_kernels!(self, |k| k.string_blocks(bytes, sink), {
+            let _ = (bytes, sink);
+            Blocks::default()
+        })
     }
 
     /// Hands the [`JsonMasks`] of each whole 64-byte block of `bytes` to `sink(offset, masks)` in order,
@@ -384,18 +390,10 @@ impl Kernels {
         carry: &mut StringCarry,
         sink: impl FnMut(usize, JsonMasks) -> bool,
     ) -> usize {
-        match self {
-            Kernels::Portable => {
-                let _ = (bytes, sink, carry);
-                0
-            }
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx2(k) => k.json_blocks(bytes, carry, sink),
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx512(k) => k.json_blocks(bytes, carry, sink),
-            #[cfg(ssegate_neon_kernels)]
-            Kernels::Neon(k) => k.json_blocks(bytes, carry, sink),
-        }
+        on_kernels!(self, |k| k.json_blocks(bytes, carry, sink), {
+            let _ = (bytes, sink, carry);
+            0
+        })
     }
 
     /// Hands the [`Structurals`] of each whole 64-byte block of `bytes` to `sink(offset, structurals)`
@@ -409,18 +407,10 @@ impl Kernels {
         carry: &mut StringCarry,
         sink: impl FnMut(usize, Structurals) -> bool,
     ) -> usize {
-        match self {
-            Kernels::Portable => {
-                let _ = (bytes, sink, carry);
-                0
-            }
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx2(k) => k.structural_blocks(bytes, carry, sink),
-            #[cfg(ssegate_x86_kernels)]
-            Kernels::Avx512(k) => k.structural_blocks(bytes, carry, sink),
-            #[cfg(ssegate_neon_kernels)]
-            Kernels::Neon(k) => k.structural_blocks(bytes, carry, sink),
-        }
+        on_kernels!(self, |k| k.structural_blocks(bytes, carry, sink), {
+            let _ = (bytes, sink, carry);
+            0
+        })
     }
 }
 

@@ -833,18 +833,8 @@ impl Decoder {
                     let end = found.unwrap_or(len);
                     let r = self.value_piece(field, cur, start, end, found.is_some());
                     self.pos = end;
-                    if let Err(e) = r {
-                        self.enter_discard();
-                        if found.is_some() {
-                            self.line_end(buf);
-                        }
-                        return Some(Stop::Error(e));
-                    }
-                    if found.is_some() {
-                        self.line_end(buf);
-                        if let Err(e) = self.check_block_end() {
-                            return Some(Stop::Error(e));
-                        }
+                    if let Some(stop) = self.piece_end(buf, found.is_some(), r) {
+                        return Some(stop);
                     }
                 }
                 State::Skip => {
@@ -858,18 +848,9 @@ impl Decoder {
                         }
                         continue;
                     }
-                    if let Err(e) = self.line_limit(self.chunk_base + end as u64) {
-                        self.enter_discard();
-                        if found.is_some() {
-                            self.line_end(buf);
-                        }
-                        return Some(Stop::Error(e));
-                    }
-                    if found.is_some() {
-                        self.line_end(buf);
-                        if let Err(e) = self.check_block_end() {
-                            return Some(Stop::Error(e));
-                        }
+                    let r = self.line_limit(self.chunk_base + end as u64);
+                    if let Some(stop) = self.piece_end(buf, found.is_some(), r) {
+                        return Some(stop);
                     }
                 }
                 State::Bom(m) => {
@@ -1288,6 +1269,33 @@ impl Decoder {
         } else {
             memchr::memchr(0, value).is_none()
         }
+    }
+
+    /// After a piece of a value, or of a skipped line, that ends at a line end (`at_line_end`) or
+    /// at the end of the chunk, with `r` the piece's result: on an error the rest of the block is
+    /// discarded (the line ended first when it did end), else a line end ends the line and checks
+    /// the block's size.
+    #[inline(always)]
+    fn piece_end(
+        &mut self,
+        buf: &[u8],
+        at_line_end: bool,
+        r: Result<(), DecodeError>,
+    ) -> Option<Stop> {
+        if let Err(e) = r {
+            self.enter_discard();
+            if at_line_end {
+                self.line_end(buf);
+            }
+            return Some(Stop::Error(e));
+        }
+        if at_line_end {
+            self.line_end(buf);
+            if let Err(e) = self.check_block_end() {
+                return Some(Stop::Error(e));
+            }
+        }
+        None
     }
 
     /// Consumes the CR, LF or CRLF at `self.pos`; a CR at the chunk's end leaves a LF starting the

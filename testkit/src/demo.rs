@@ -49,6 +49,7 @@ use ssegate::sse::Data;
 
 use crate::http1::{self, WireError};
 use crate::proxy::{Cut, ProxyConfig, RunningProxy};
+use crate::rng::SplitMix64;
 use crate::server::balancer::RunningBalancer;
 use crate::server::{
     DEFAULT_SEED, MCP_PATH, RunningServer, ServerConfig, ServerMode, ServerStore, SessionDirectory,
@@ -372,18 +373,6 @@ impl Layout {
                 (region, self.offset(region, rng.next()))
             })
             .collect()
-    }
-}
-
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

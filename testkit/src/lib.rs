@@ -25,5 +25,6 @@ mod http1;
 pub use http1::WireError;
 pub mod interop;
 pub mod proxy;
+mod rng;
 pub mod server;
 pub mod tls;

@@ -47,6 +47,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span, info_span, warn};
 
+use crate::rng::SplitMix64;
+
 /// Size of each connection's forwarding buffers.
 const BUF: usize = 64 << 10;
 /// How long a cut waits for the client to take the bytes before the reset (see [`drained`]).
@@ -114,7 +116,7 @@ impl ProxyConfig {
             plan: Mutex::new(Plan {
                 queue: VecDeque::new(),
                 default: self.default_cut.clone(),
-                rng: self.seed,
+                rng: SplitMix64(self.seed),
                 hold_until: None,
                 last_cut: None,
                 max_cuts: None,
@@ -170,7 +172,7 @@ struct Stats {
 struct Plan {
     queue: VecDeque<Cut>,
     default: Cut,
-    rng: u64,
+    rng: SplitMix64,
     hold_until: Option<Instant>,
     last_cut: Option<CutEvent>,
     /// Most cuts in all ([`RunningProxy::set_max_cuts`]).
@@ -178,15 +180,6 @@ struct Plan {
 }
 
 impl Plan {
-    /// SplitMix64.
-    fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     /// The cut offset for the next connection.
     fn take(&mut self) -> Option<u64> {
         let cut = self
@@ -201,7 +194,7 @@ impl Plan {
                 if lo > hi {
                     return None;
                 }
-                let r = self.next_random();
+                let r = self.rng.next();
                 // The full u64 range has no representable width: any draw is in it.
                 Some(lo + (hi - lo).checked_add(1).map_or(r, |width| r % width))
             }

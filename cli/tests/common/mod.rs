@@ -1,7 +1,8 @@
-//! What the `ssegate call` tests share: running the built command, and the fault proxy.
+//! What the command's tests share: running the built command, and the fault proxy.
 #![allow(dead_code)]
 
-use std::process::Command;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -58,6 +59,21 @@ impl Run {
     }
 }
 
+/// Runs `ssegate SUBCOMMAND ARGS` with `input` on its stdin: its exit status, stdout and stderr.
+pub fn ssegate(subcommand: &str, args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .arg(subcommand)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ssegate");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs `ssegate call ARGS`.
 pub fn call(args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
         .arg("call")

@@ -1,6 +1,7 @@
 //! x86-64 kernels, one instruction set per file. Each file defines a token type that only run-time
-//! feature detection can create and exposes its kernels as safe methods on it; the `unsafe` calls
-//! into `#[target_feature]` functions are justified by the token's existence and live only here.
+//! feature detection can create, implements the generic kernels' `Vector` trait on it and exposes
+//! its kernels as safe methods on it; the `unsafe` calls into intrinsics and `#[target_feature]`
+//! functions are justified by the token's existence and live only here.
 
 pub(crate) mod avx2;
 pub(crate) mod avx512;

@@ -6,6 +6,8 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 
+use crate::rng::SplitMix64;
+
 /// Default size of the `big_result` tool's text: 4 MiB, as in the field reports.
 pub const DEFAULT_RESULT_SIZE: usize = 4 << 20;
 
@@ -85,24 +87,6 @@ const SPICE: &[&str] = &[
     r#"\u2028"#,
     r#"\/"#,
 ];
-
-/// SplitMix64: small, seeded, good enough to pick words.
-#[derive(Debug, Clone)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// The `big_result` text as it appears between the quotes of the JSON string: exactly `size` bytes of
 /// prose with escapes and multi-byte UTF-8 (never split: padding with `.` makes up the length).
