@@ -1,17 +1,15 @@
 //! `ssegate probe` through the built binary against the loopback server in every resume mode: each
 //! mode's known behaviour is classified, with the documented JSON keys and exit status.
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 
 use serde_json::Value;
 use ssegate_testkit::server::{ServerConfig, ServerMode};
 
 fn probe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ssegate"))
-        .arg("probe")
-        .args(args)
-        .output()
-        .expect("run ssegate")
+    common::ssegate("probe", args, b"")
 }
 
 #[test]

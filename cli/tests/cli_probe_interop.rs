@@ -2,18 +2,16 @@
 //! `interop/` (`ssegate_testkit::interop`: skipped loudly when not installed, failed under `CI`):
 //! each SDK's classification is what it is known to do (interop/README.md has the table).
 
-use std::process::Command;
+mod common;
 
 use serde_json::{Value, json};
 use ssegate_testkit::interop::{Sdk, start};
 
 /// Runs `ssegate probe URL --json ARGS...`; the exit status and the report.
 fn probe(url: &str, args: &[&str]) -> (Option<i32>, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
-        .args(["probe", url, "--json", "--replay-timeout-ms", "2000"])
-        .args(args)
-        .output()
-        .expect("run ssegate");
+    let mut all = vec![url, "--json", "--replay-timeout-ms", "2000"];
+    all.extend_from_slice(args);
+    let out = common::ssegate("probe", &all, b"");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(

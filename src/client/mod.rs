@@ -104,6 +104,7 @@ pub use tasks::{
     TaskError, TaskErrorKind, TaskGeneration, TaskHandle, TaskMode,
 };
 pub use transport::{PROTOCOL_HEADER, SESSION_HEADER};
+#[cfg(feature = "rmcp")]
 pub(crate) use transport::{build_http, mime_is};
 
 use call::{CancelOnDrop, ToolInfo};
