@@ -75,14 +75,15 @@ struct Seen {
 ///
 /// Keyed by a hash of the id rather than the id itself: an id is a slice of its input chunk, and
 /// holding thousands of them would keep thousands of chunks alive. Each entry costs a few words,
-/// whatever the id's length. The per-event work is one probe to insert and one to evict; asking
-/// whether a content hash was delivered ([`Window::has_message`], once per resume) scans the ring.
+/// whatever the id's length. The per-event work is one probe to insert and, once the window is
+/// full, one to evict; asking whether a content hash was delivered ([`Window::has_message`], once
+/// per resume) scans the ring.
 #[derive(Debug)]
 pub(crate) struct Window {
     seed: u64,
     /// The remembered entries, oldest first.
     order: VecDeque<Entry>,
-    ids: KeyMap<Seen>,
+    ids: Table,
 }
 
 /// One entry of [`Window::order`].
@@ -92,12 +93,126 @@ struct Entry {
     seen: Seen,
 }
 
+/// One slot of a [`Table`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    key: u64,
+    content: u64,
+    /// 0: free; 1: a priming event; 2: a message.
+    tag: u8,
+}
+
+/// The window's index: open addressing with linear probing over the keys as they are (seeded
+/// hashes, so a server cannot make them collide), at most half full, with deletion by backward
+/// shift (no tombstones: a full window inserts and evicts forever without rebuilding). Grows by
+/// doubling up to twice the window's entries; a full window never allocates again.
+#[derive(Debug, Default)]
+struct Table {
+    slots: Box<[Slot]>,
+    len: usize,
+}
+
+impl Table {
+    fn mask(&self) -> usize {
+        self.slots.len().wrapping_sub(1)
+    }
+
+    /// The slot holding `key`, if any.
+    #[inline]
+    fn find(&self, key: u64) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.mask();
+        // Truncation intended: the low bits of a uniform hash pick the home slot.
+        let mut i = key as usize & mask;
+        loop {
+            let slot = &self.slots[i];
+            if slot.tag == 0 {
+                return None;
+            }
+            if slot.key == key {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<Seen> {
+        self.find(key).map(|i| {
+            let slot = &self.slots[i];
+            Seen {
+                content: slot.content,
+                message: slot.tag == 2,
+            }
+        })
+    }
+
+    /// Inserts `key`, which is not in the table.
+    fn insert_new(&mut self, key: u64, seen: Seen) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.mask();
+        let mut i = key as usize & mask;
+        while self.slots[i].tag != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Slot {
+            key,
+            content: seen.content,
+            tag: if seen.message { 2 } else { 1 },
+        };
+        self.len += 1;
+    }
+
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); size].into_boxed_slice());
+        let mask = size - 1;
+        for slot in old.iter().filter(|s| s.tag != 0) {
+            let mut i = slot.key as usize & mask;
+            while self.slots[i].tag != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = *slot;
+        }
+    }
+
+    /// Removes `key` if present, shifting the entries after it back so that every entry stays
+    /// reachable from its home slot.
+    fn remove(&mut self, key: u64) {
+        let Some(mut hole) = self.find(key) else {
+            return;
+        };
+        let mask = self.mask();
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let slot = self.slots[j];
+            if slot.tag == 0 {
+                break;
+            }
+            // The entry at `j` may move into the hole when the hole lies on its probe path, from
+            // its home slot up to `j`.
+            let home = slot.key as usize & mask;
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = slot;
+                hole = j;
+            }
+        }
+        self.slots[hole] = Slot::default();
+        self.len -= 1;
+    }
+}
+
 impl Window {
     pub(crate) fn new(seed: u64) -> Self {
         Window {
             seed,
             order: VecDeque::new(),
-            ids: KeyMap::default(),
+            ids: Table::default(),
         }
     }
 
@@ -115,7 +230,7 @@ impl Window {
 
     /// The content hash remembered for the id whose [`Window::key`] is `key`.
     pub(crate) fn get(&self, key: u64) -> Option<u64> {
-        self.ids.get(&key).map(|s| s.content)
+        self.ids.get(key).map(|s| s.content)
     }
 
     /// Whether a remembered message (not a priming event) had this content hash.
@@ -125,28 +240,22 @@ impl Window {
             .any(|e| e.seen.message && e.seen.content == content)
     }
 
-    /// Remembers the id whose [`Window::key`] is `key` (a key already remembered keeps its entry).
+    /// Remembers the id whose [`Window::key`] is `key` (a key already remembered keeps its entry),
+    /// forgetting the oldest beyond `cap` entries.
     pub(crate) fn insert(&mut self, key: u64, content: u64, message: bool, cap: usize) {
-        let seen = Seen { content, message };
-        match self.ids.entry(key) {
-            std::collections::hash_map::Entry::Occupied(_) => return,
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(seen);
-            }
+        if self.ids.find(key).is_some() {
+            return;
         }
-        self.order.push_back(Entry { key, seen });
-        if self.order.len() == cap && self.ids.capacity() < 2 * cap + 2 {
-            // Full for the first time: from now on every insert evicts. Room for twice the
-            // entries lets the table clean up its tombstones in place, so the steady state never
-            // allocates (a table at more than half its capacity is rebuilt larger instead).
-            self.ids.reserve(cap + 2);
-        }
-        while self.order.len() > cap {
+        // The oldest go first, so the table never holds more than `cap` entries.
+        while self.order.len() >= cap.max(1) {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            self.ids.remove(&old.key);
+            self.ids.remove(old.key);
         }
+        let seen = Seen { content, message };
+        self.ids.insert_new(key, seen);
+        self.order.push_back(Entry { key, seen });
     }
 }
 
@@ -174,10 +283,18 @@ pub struct NumberedId {
 }
 
 fn digits(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 19 || !b.iter().all(u8::is_ascii_digit) {
+    if b.is_empty() || b.len() > 19 {
         return None;
     }
-    Some(b.iter().fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0')))
+    let mut n = 0u64;
+    for &d in b {
+        let v = d.wrapping_sub(b'0');
+        if v > 9 {
+            return None;
+        }
+        n = n * 10 + u64::from(v);
+    }
+    Some(n)
 }
 
 /// Whether `id` is a uuid in its text form (`8-4-4-4-12` hex digits): random, so opaque even
@@ -279,6 +396,21 @@ impl Shape {
     /// Takes in a new message id. `resumed`: the stream has been resumed at least once, so a break
     /// in a numbered stream is evidence of a restart rather than of opaque ids.
     pub(crate) fn observe(&mut self, id: &[u8], resumed: bool) -> Option<Restart> {
+        match self {
+            // Opaque for good: the id is not parsed.
+            Shape::Opaque => return None,
+            // The common case of a numbered stream, `17` after `16`, in one pass over the digits
+            // (an id of digits alone is never a uuid, which has dashes).
+            Shape::Numbered(high) if high.shape == 0 => {
+                if let Some(n) = digits(id).map(u128::from)
+                    && n > high.n
+                {
+                    high.n = n;
+                    return None;
+                }
+            }
+            _ => {}
+        }
         let Some(s) = seq(id) else {
             *self = Shape::Opaque;
             return None;
@@ -352,6 +484,40 @@ pub(crate) fn not_next(cursor: &[u8], got: &[u8]) -> Option<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The window against a model (a map and a queue), with keys crowded onto few home slots so
+    /// that probe runs wrap around the table and deletions shift entries back.
+    #[test]
+    fn window_matches_a_model() {
+        for cap in [1, 2, 3, 7, 16, 100] {
+            let mut w = Window::new(1);
+            let mut model: VecDeque<(u64, u64)> = VecDeque::new();
+            let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+            for step in 0..5000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Few distinct keys (repeats are kept, not re-inserted), crowded low bits.
+                let key = ((x >> 40) % 300) << 32 | (x % 5) | 0xF0;
+                let content = step;
+                if w.get(key).is_none() {
+                    if model.len() >= cap {
+                        model.pop_front();
+                    }
+                    model.push_back((key, content));
+                }
+                w.insert(key, content, step % 2 == 0, cap);
+                assert_eq!(w.order.len(), model.len());
+                assert_eq!(w.ids.len, model.len());
+                for &(k, c) in &model {
+                    assert_eq!(w.get(k), Some(c), "cap {cap} step {step}");
+                }
+                let probe = ((x >> 20) % 300) << 32 | (x % 5) | 0xF0;
+                let expect = model.iter().find(|(k, _)| *k == probe).map(|&(_, c)| c);
+                assert_eq!(w.get(probe), expect, "cap {cap} step {step}");
+            }
+        }
+    }
 
     #[test]
     fn shapes() {
