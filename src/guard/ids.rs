@@ -75,15 +75,14 @@ struct Seen {
 ///
 /// Keyed by a hash of the id rather than the id itself: an id is a slice of its input chunk, and
 /// holding thousands of them would keep thousands of chunks alive. Each entry costs a few words,
-/// whatever the id's length. The per-event work is one probe to insert and, once the window is
-/// full, one to evict; asking whether a content hash was delivered ([`Window::has_message`], once
-/// per resume) scans the ring.
+/// whatever the id's length. The per-event work is one probe to insert and one to evict; asking
+/// whether a content hash was delivered ([`Window::has_message`], once per resume) scans the ring.
 #[derive(Debug)]
 pub(crate) struct Window {
     seed: u64,
     /// The remembered entries, oldest first.
     order: VecDeque<Entry>,
-    ids: Table,
+    ids: KeyMap<Seen>,
 }
 
 /// One entry of [`Window::order`].
@@ -93,126 +92,12 @@ struct Entry {
     seen: Seen,
 }
 
-/// One slot of a [`Table`].
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    key: u64,
-    content: u64,
-    /// 0: free; 1: a priming event; 2: a message.
-    tag: u8,
-}
-
-/// The window's index: open addressing with linear probing over the keys as they are (seeded
-/// hashes, so a server cannot make them collide), at most half full, with deletion by backward
-/// shift (no tombstones: a full window inserts and evicts forever without rebuilding). Grows by
-/// doubling up to twice the window's entries; a full window never allocates again.
-#[derive(Debug, Default)]
-struct Table {
-    slots: Box<[Slot]>,
-    len: usize,
-}
-
-impl Table {
-    fn mask(&self) -> usize {
-        self.slots.len().wrapping_sub(1)
-    }
-
-    /// The slot holding `key`, if any.
-    #[inline]
-    fn find(&self, key: u64) -> Option<usize> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let mask = self.mask();
-        // Truncation intended: the low bits of a uniform hash pick the home slot.
-        let mut i = key as usize & mask;
-        loop {
-            let slot = &self.slots[i];
-            if slot.tag == 0 {
-                return None;
-            }
-            if slot.key == key {
-                return Some(i);
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    #[inline]
-    fn get(&self, key: u64) -> Option<Seen> {
-        self.find(key).map(|i| {
-            let slot = &self.slots[i];
-            Seen {
-                content: slot.content,
-                message: slot.tag == 2,
-            }
-        })
-    }
-
-    /// Inserts `key`, which is not in the table.
-    fn insert_new(&mut self, key: u64, seen: Seen) {
-        if (self.len + 1) * 2 > self.slots.len() {
-            self.grow();
-        }
-        let mask = self.mask();
-        let mut i = key as usize & mask;
-        while self.slots[i].tag != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = Slot {
-            key,
-            content: seen.content,
-            tag: if seen.message { 2 } else { 1 },
-        };
-        self.len += 1;
-    }
-
-    fn grow(&mut self) {
-        let size = (self.slots.len() * 2).max(16);
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); size].into_boxed_slice());
-        let mask = size - 1;
-        for slot in old.iter().filter(|s| s.tag != 0) {
-            let mut i = slot.key as usize & mask;
-            while self.slots[i].tag != 0 {
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = *slot;
-        }
-    }
-
-    /// Removes `key` if present, shifting the entries after it back so that every entry stays
-    /// reachable from its home slot.
-    fn remove(&mut self, key: u64) {
-        let Some(mut hole) = self.find(key) else {
-            return;
-        };
-        let mask = self.mask();
-        let mut j = hole;
-        loop {
-            j = (j + 1) & mask;
-            let slot = self.slots[j];
-            if slot.tag == 0 {
-                break;
-            }
-            // The entry at `j` may move into the hole when the hole lies on its probe path, from
-            // its home slot up to `j`.
-            let home = slot.key as usize & mask;
-            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
-                self.slots[hole] = slot;
-                hole = j;
-            }
-        }
-        self.slots[hole] = Slot::default();
-        self.len -= 1;
-    }
-}
-
 impl Window {
     pub(crate) fn new(seed: u64) -> Self {
         Window {
             seed,
             order: VecDeque::new(),
-            ids: Table::default(),
+            ids: KeyMap::default(),
         }
     }
 
@@ -230,7 +115,7 @@ impl Window {
 
     /// The content hash remembered for the id whose [`Window::key`] is `key`.
     pub(crate) fn get(&self, key: u64) -> Option<u64> {
-        self.ids.get(key).map(|s| s.content)
+        self.ids.get(&key).map(|s| s.content)
     }
 
     /// Whether a remembered message (not a priming event) had this content hash.
@@ -240,22 +125,28 @@ impl Window {
             .any(|e| e.seen.message && e.seen.content == content)
     }
 
-    /// Remembers the id whose [`Window::key`] is `key` (a key already remembered keeps its entry),
-    /// forgetting the oldest beyond `cap` entries.
+    /// Remembers the id whose [`Window::key`] is `key` (a key already remembered keeps its entry).
     pub(crate) fn insert(&mut self, key: u64, content: u64, message: bool, cap: usize) {
-        if self.ids.find(key).is_some() {
-            return;
+        let seen = Seen { content, message };
+        match self.ids.entry(key) {
+            std::collections::hash_map::Entry::Occupied(_) => return,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(seen);
+            }
         }
-        // The oldest go first, so the table never holds more than `cap` entries.
-        while self.order.len() >= cap.max(1) {
+        self.order.push_back(Entry { key, seen });
+        if self.order.len() == cap && self.ids.capacity() < 2 * cap + 2 {
+            // Full for the first time: from now on every insert evicts. Room for twice the
+            // entries lets the table clean up its tombstones in place, so the steady state never
+            // allocates (a table at more than half its capacity is rebuilt larger instead).
+            self.ids.reserve(cap + 2);
+        }
+        while self.order.len() > cap {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            self.ids.remove(old.key);
+            self.ids.remove(&old.key);
         }
-        let seen = Seen { content, message };
-        self.ids.insert_new(key, seen);
-        self.order.push_back(Entry { key, seen });
     }
 }
 
@@ -508,7 +399,7 @@ mod tests {
                 }
                 w.insert(key, content, step % 2 == 0, cap);
                 assert_eq!(w.order.len(), model.len());
-                assert_eq!(w.ids.len, model.len());
+                assert_eq!(w.ids.len(), model.len());
                 for &(k, c) in &model {
                     assert_eq!(w.get(k), Some(c), "cap {cap} step {step}");
                 }
