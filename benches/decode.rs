@@ -1,6 +1,6 @@
 //! Decoder throughput against a `memcpy` of the same bytes and the peer SSE crates, in the same
 //! group (DESIGN.md's table): one 4 MiB event in 16 KiB and in 64-byte chunks, 100k progress events
-//! of ~200 B, and one 4 MiB structure-dense message. Peers are driven as their users drive them:
+//! of ~200 B in 16 KiB chunks, 10k of them in 64-byte chunks, and one 4 MiB structure-dense message. Peers are driven as their users drive them:
 //! `futures::executor::block_on` over a `futures::stream::iter` of owned `Bytes` chunks.
 //!
 //! `cargo bench --bench decode -- --warm-up-time 0.5 --measurement-time 1`
@@ -218,6 +218,14 @@ fn benches(c: &mut Criterion) {
         &progress_events(100_000),
         16 << 10,
         100_000,
+    );
+    // Small events cut mid-line, as a slow or proxied connection hands them over.
+    group(
+        c,
+        "10k_events_200b_64b_chunks",
+        &progress_events(10_000),
+        64,
+        10_000,
     );
     group(
         c,

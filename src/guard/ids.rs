@@ -174,10 +174,18 @@ pub struct NumberedId {
 }
 
 fn digits(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 19 || !b.iter().all(u8::is_ascii_digit) {
+    if b.is_empty() || b.len() > 19 {
         return None;
     }
-    Some(b.iter().fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0')))
+    let mut n = 0u64;
+    for &d in b {
+        let v = d.wrapping_sub(b'0');
+        if v > 9 {
+            return None;
+        }
+        n = n * 10 + u64::from(v);
+    }
+    Some(n)
 }
 
 /// Whether `id` is a uuid in its text form (`8-4-4-4-12` hex digits): random, so opaque even
@@ -279,6 +287,21 @@ impl Shape {
     /// Takes in a new message id. `resumed`: the stream has been resumed at least once, so a break
     /// in a numbered stream is evidence of a restart rather than of opaque ids.
     pub(crate) fn observe(&mut self, id: &[u8], resumed: bool) -> Option<Restart> {
+        match self {
+            // Opaque for good: the id is not parsed.
+            Shape::Opaque => return None,
+            // The common case of a numbered stream, `17` after `16`, in one pass over the digits
+            // (an id of digits alone is never a uuid, which has dashes).
+            Shape::Numbered(high) if high.shape == 0 => {
+                if let Some(n) = digits(id).map(u128::from)
+                    && n > high.n
+                {
+                    high.n = n;
+                    return None;
+                }
+            }
+            _ => {}
+        }
         let Some(s) = seq(id) else {
             *self = Shape::Opaque;
             return None;
@@ -352,6 +375,40 @@ pub(crate) fn not_next(cursor: &[u8], got: &[u8]) -> Option<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The window against a model (a map and a queue), with keys crowded onto few home slots so
+    /// that probe runs wrap around the table and deletions shift entries back.
+    #[test]
+    fn window_matches_a_model() {
+        for cap in [1, 2, 3, 7, 16, 100] {
+            let mut w = Window::new(1);
+            let mut model: VecDeque<(u64, u64)> = VecDeque::new();
+            let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+            for step in 0..5000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Few distinct keys (repeats are kept, not re-inserted), crowded low bits.
+                let key = ((x >> 40) % 300) << 32 | (x % 5) | 0xF0;
+                let content = step;
+                if w.get(key).is_none() {
+                    if model.len() >= cap {
+                        model.pop_front();
+                    }
+                    model.push_back((key, content));
+                }
+                w.insert(key, content, step % 2 == 0, cap);
+                assert_eq!(w.order.len(), model.len());
+                assert_eq!(w.ids.len(), model.len());
+                for &(k, c) in &model {
+                    assert_eq!(w.get(k), Some(c), "cap {cap} step {step}");
+                }
+                let probe = ((x >> 20) % 300) << 32 | (x % 5) | 0xF0;
+                let expect = model.iter().find(|(k, _)| *k == probe).map(|&(_, c)| c);
+                assert_eq!(w.get(probe), expect, "cap {cap} step {step}");
+            }
+        }
+    }
 
     #[test]
     fn shapes() {

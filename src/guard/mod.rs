@@ -735,14 +735,16 @@ pub(crate) fn gated_peek(gate: &Gate, data: &Data) -> Option<RpcPeek> {
         .then(|| crate::message::peek_recorded(data, gate.top_keys()))
 }
 
-/// Judges `data` with `gate` and hashes it in the same pass over each segment.
-pub(crate) fn gate_and_hash(gate: &mut Gate, data: &Data) -> (Verdict, u64) {
+/// Judges `data` with `gate`, and for data in several segments hashes it in the same pass. Data in
+/// one segment (or none) is not hashed here: its hash is a separate pass whatever is done, so the
+/// guard takes it only when a rule can read it ([`Guard::decide`]).
+pub(crate) fn gate_and_hash(gate: &mut Gate, data: &Data) -> (Verdict, Option<u64>) {
     match data.segments() {
-        [] | [_] => (gate.check(data), content_hash(data)),
+        [] | [_] => (gate.check(data), None),
         _ => {
             let mut h = Xxh3::new();
             let verdict = gate.check_with(data, |segment| h.update(segment));
-            (verdict, h.digest())
+            (verdict, Some(h.digest()))
         }
     }
 }
@@ -887,19 +889,25 @@ impl Guard {
         event: Event,
         verdict: Verdict,
     ) -> Result<Decision, Refusal> {
-        let hash = content_hash(&event.data);
-        self.decide(event, verdict, hash, None)
+        self.decide(event, verdict, None, None)
     }
 
     /// The decision about one dispatched event: `verdict` is the gate's, `hash` is [`content_hash`]
-    /// of the data (taken on the gate's pass by [`gate_and_hash`]), `rpc` the JSON-RPC peek when the
-    /// caller made it from the gate's key record ([`gated_peek`]; otherwise a message is peeked
-    /// here), so nothing reads the message again.
+    /// of the data when the caller took it on the gate's pass ([`gate_and_hash`]), `rpc` the
+    /// JSON-RPC peek when the caller made it from the gate's key record ([`gated_peek`]; otherwise a
+    /// message is peeked here), so nothing reads the message again.
+    ///
+    /// The content hash is read by the rules on an event's own id (the replay window: exact replay,
+    /// id reused), on the first message after a resume (its interrupted id, a message repeated
+    /// under a new id) and on a response's JSON-RPC id (duplicate responses). An event with none of
+    /// these (a notification or a request without an event id, on a stream that is not verifying a
+    /// resume) is never hashed: `hash` is taken here, from `event`'s data, only when a rule reads
+    /// it.
     pub(crate) fn decide(
         &mut self,
         mut event: Event,
         verdict: Verdict,
-        hash: u64,
+        hash: Option<u64>,
         rpc: Option<RpcPeek>,
     ) -> Result<Decision, Refusal> {
         self.check_failed()?;
@@ -933,7 +941,8 @@ impl Guard {
             return self.on_message(event, verdict, own_id, key, hash, rpc);
         };
         // A priming event: it moves the cursor and proves nothing about the content, wherever it
-        // comes.
+        // comes. Its own id reads the hash (the replay window).
+        let hash = hash.unwrap_or_else(|| content_hash(&event.data));
         self.conn.events += 1;
         if let Some(seen) = self.recent.get(key) {
             return self.replayed(id, seen, hash);
@@ -985,14 +994,23 @@ impl Guard {
         verdict: Verdict,
         own_id: Option<Bytes>,
         key: Option<u64>,
-        hash: u64,
+        hash: Option<u64>,
         rpc: Option<RpcPeek>,
     ) -> Result<Decision, Refusal> {
         self.conn.events += 1;
+        // The rules on the event's own id and on a resume read the content hash: taken now. A
+        // response's id reads it too; taken below, once the peek shows one (other messages without
+        // an id of their own are never hashed).
+        let hash = match hash {
+            None if own_id.is_some() || matches!(self.phase, Phase::Verifying { .. }) => {
+                Some(content_hash(&event.data))
+            }
+            hash => hash,
+        };
         if let (Some(id), Some(key)) = (&own_id, key)
             && let Some(seen) = self.recent.get(key)
         {
-            return self.replayed(id, seen, hash);
+            return self.replayed(id, seen, hash.expect("hashed: the event has its own id"));
         }
         if let Phase::Verifying {
             partial_id,
@@ -1000,6 +1018,7 @@ impl Guard {
         } = &self.phase
         {
             let (partial_id, dropped) = (partial_id.clone(), *dropped);
+            let hash = hash.expect("hashed: the stream is verifying a resume");
             self.verify_first(partial_id, dropped, own_id.as_ref(), hash)?;
             self.phase = Phase::Streaming;
         }
@@ -1026,9 +1045,11 @@ impl Guard {
         }
         let message = Message::new(event.data);
         let rpc = rpc.unwrap_or_else(|| message.jsonrpc_peek());
+        let mut hash = hash;
         if let (RpcKind::Response, Some(rpc_id)) = (rpc.kind, &rpc.id) {
-            let answer = match self.registry.answer(rpc_id, hash) {
-                Response::Unrequested => self.unrequested(rpc_id, hash),
+            let content = *hash.get_or_insert_with(|| content_hash(message.data()));
+            let answer = match self.registry.answer(rpc_id, content) {
+                Response::Unrequested => self.unrequested(rpc_id, content),
                 answer => answer,
             };
             match answer {
@@ -1081,8 +1102,9 @@ impl Guard {
 
     /// Remembers a delivered (or identically re-sent) message under its own id, whose window key
     /// is `key`, and moves the cursor there.
-    fn remember(&mut self, own_id: Option<Bytes>, key: Option<u64>, hash: u64) {
+    fn remember(&mut self, own_id: Option<Bytes>, key: Option<u64>, hash: Option<u64>) {
         if let (Some(id), Some(key)) = (own_id, key) {
+            let hash = hash.expect("hashed: the event has its own id");
             self.recent.insert(key, hash, true, self.config.window);
             self.cursor = Some(id);
         }
@@ -1292,13 +1314,17 @@ mod tests {
                         data.push_segment(Bytes::copy_from_slice(piece));
                     }
                 }
+                let (verdict, hash) = gate_and_hash(&mut gate, &data);
+                // One segment is hashed only where a rule reads it (`Guard::decide`), alike.
+                assert_eq!(hash.is_some(), data.segments().len() > 1, "cut at {a}, {b}");
                 assert_eq!(
-                    gate_and_hash(&mut gate, &data),
+                    (verdict, hash.unwrap_or_else(|| content_hash(&data))),
                     (Verdict::Complete, whole),
                     "cut at {a}, {b}"
                 );
             }
         }
-        assert_eq!(gate_and_hash(&mut gate, &Data::new()).1, xxh3_64(b""));
+        assert_eq!(gate_and_hash(&mut gate, &Data::new()).1, None);
+        assert_eq!(content_hash(&Data::new()), xxh3_64(b""));
     }
 }

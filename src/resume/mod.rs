@@ -931,8 +931,9 @@ impl ResumableStream {
     }
 
     /// The verdict and content hash of a dispatched event's data: what the gate read ahead of
-    /// dispatch plus the rest, or one pass over all of it ([`guard::gate_and_hash`]).
-    fn gate_event(&mut self, data: &sse::Data) -> (Verdict, u64) {
+    /// dispatch plus the rest, or one pass over all of it ([`guard::gate_and_hash`]; data in one
+    /// segment is hashed by the guard only where a rule reads the hash).
+    fn gate_event(&mut self, data: &sse::Data) -> (Verdict, Option<u64>) {
         let ahead = &mut self.ahead;
         match ahead.serial.take() {
             // The dispatched block is still the decoder's current one until another opens.
@@ -944,7 +945,7 @@ impl ResumableStream {
                     gate.feed(piece);
                     ahead.hash.update(piece);
                 });
-                (gate.verdict(), ahead.hash.digest())
+                (gate.verdict(), Some(ahead.hash.digest()))
             }
             _ => guard::gate_and_hash(&mut self.gate, data),
         }

@@ -19,6 +19,10 @@ const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 /// Longest known field name (`event`, `retry`): a name that is longer is an unknown field.
 const NAME_MAX: usize = 5;
 
+/// The longest run of copied pieces whose buffer the decoder keeps for the next run (see
+/// [`Decoder::close_small`]).
+const KEEP_SMALL: usize = 1024;
+
 /// Pieces shorter than this are copied rather than sliced (see [`DecoderConfig::copy_below`]).
 pub(crate) const COPY_BELOW: usize = 256;
 
@@ -647,10 +651,21 @@ impl Decoder {
     /// Closes the open run of copies into one owned segment.
     #[inline]
     fn close_small(&mut self) {
-        if !self.small.is_empty() {
-            self.data
-                .push_segment(Bytes::from(std::mem::take(&mut self.small)));
+        if self.small.is_empty() {
+            return;
         }
+        // A short run (a small event cut into tiny chunks) is copied out and its buffer kept for
+        // the next run: one allocation per run instead of one per growth step of a new buffer,
+        // plus the one that turns a buffer with spare room into `Bytes`. A long run is handed
+        // over as it is, without a copy, and the decoder keeps at most about `KEEP_SMALL` bytes.
+        let segment = if self.small.len() <= KEEP_SMALL {
+            let segment = Bytes::copy_from_slice(&self.small);
+            self.small.clear();
+            segment
+        } else {
+            Bytes::from(std::mem::take(&mut self.small))
+        };
+        self.data.push_segment(segment);
     }
 
     /// The data of the open block as far as it has been scanned, for a reader that works on the data
