@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod engine;
+mod report;
+mod watch;
 
 use engine::{ProbeConfig, Report, Round, TaskReread, probe};
 
