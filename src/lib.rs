@@ -109,7 +109,7 @@
 //!
 //! - `codec`: `sse::Codec`, a `tokio_util::codec::Decoder`.
 //! - `stream`: `sse::EventStream`, a `futures_core::Stream` of events over a stream of `Bytes`.
-//! - `http`: `ReconnectResponse::from_parts` for `http::response::Parts`.
+//! - `http`: `ReconnectResponse::from_parts` and `from_headers` for `http`'s response types.
 //! - `guarded-stream`: `resume::stream::GuardedStream`, a guarded `Stream` of messages (tokio's
 //!   timer).
 //! - `client`: the MCP client (reqwest with rustls, tokio).

@@ -478,11 +478,9 @@ impl GuardedHttpClient {
                 let body = response.bytes_stream().boxed();
                 return Ok(Drive::new(self.inner.clone(), stream, Some(body), None).into_stream());
             }
-            let head = |name| response.headers().get(name).map(HeaderValue::as_bytes);
-            let answer = ReconnectResponse::from_raw(
+            let answer = ReconnectResponse::from_headers(
                 status.as_u16(),
-                head(header::RETRY_AFTER),
-                head(header::CONTENT_TYPE),
+                response.headers(),
                 SystemTime::now(),
             );
             match stream.reconnect_response(&answer, clock_now()) {

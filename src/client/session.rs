@@ -22,8 +22,7 @@ use super::{
     transport::build_http, v2026_07_28, within,
 };
 use crate::message::{Message, RpcId};
-use crate::resume::stream::GuardedStream;
-use crate::resume::{self, Failure, Reconnect};
+use crate::resume::{self, Failure};
 
 /// A `server/discover` answer larger than this is no discover result (it is not parsed).
 const MAX_DISCOVER_RESULT: usize = 256 << 10;
@@ -424,25 +423,16 @@ impl Client {
         }
         let body: Body = Box::pin(res.bytes_stream().map_err(ClientError::http("GET stream")));
         let me = self.clone();
-        let resume_session = session.clone();
-        let reconnect = move |r: Reconnect| {
+        Ok(self.guarded(&session, stream, body).then(move |item| {
             let me = me.clone();
-            let session = resume_session.clone();
-            async move { me.resume(&session, r).await }
-        };
-        let me = self.clone();
-        Ok(
-            GuardedStream::new(stream, body, reconnect).then(move |item| {
-                let me = me.clone();
-                let session = session.clone();
-                async move {
-                    let d = item?;
-                    let message = Message::new(d.message.data().clone());
-                    me.dispatch(&session, d).await;
-                    Ok(message)
-                }
-            }),
-        )
+            let session = session.clone();
+            async move {
+                let d = item?;
+                let message = Message::new(d.message.data().clone());
+                me.dispatch(&session, d).await;
+                Ok(message)
+            }
+        }))
     }
 
     pub(super) async fn delete(&self, session: &Session) -> Result<(), ClientError> {

@@ -1,6 +1,7 @@
 //! HTTP: the requests (`POST`, `GET`, redirects), and reading an answer: a JSON body held as it
 //! arrived, an event stream through the guard, an error body read up to its limit.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
@@ -34,6 +35,16 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const MAX_RECEIVED: usize = 64;
 
 pub(super) type Body = Pin<Box<dyn Stream<Item = Result<Bytes, ClientError>> + Send>>;
+
+/// A resumption in flight: the reconnect response's head and its body.
+pub(super) type ResumeFuture =
+    Pin<Box<dyn Future<Output = Result<(ReconnectResponse, Body), ClientError>> + Send>>;
+
+/// A `Last-Event-ID` header with the id's exact bytes, or [`ProtocolError::Unsendable`].
+fn last_event_id(id: &[u8]) -> Result<HeaderValue, ClientError> {
+    HeaderValue::from_bytes(id)
+        .map_err(|_| ClientError::Protocol(ProtocolError::Unsendable("Last-Event-ID")))
+}
 
 pub(crate) fn build_http(config: &ClientConfig) -> Result<reqwest::Client, ClientError> {
     // reqwest is built without a default crypto provider; ring is ssegate's. Installing twice is
@@ -269,14 +280,7 @@ impl Client {
             res.bytes_stream()
                 .map_err(ClientError::http("response stream")),
         );
-        let me = self.clone();
-        let resume_session = session.clone();
-        let reconnect = move |r: Reconnect| {
-            let me = me.clone();
-            let session = resume_session.clone();
-            async move { me.resume(&session, r).await }
-        };
-        let mut guarded = GuardedStream::new(stream, body, reconnect);
+        let mut guarded = self.guarded(session, stream, body);
         let mut received = Vec::new();
         let result = loop {
             match guarded.next().await {
@@ -402,19 +406,31 @@ impl Client {
         Ok(message)
     }
 
+    /// `stream` guarding `body`, its first connection on `session`; each resumption is a `GET` +
+    /// `Last-Event-ID` on the same session ([`Client::resume`]).
+    pub(super) fn guarded(
+        &self,
+        session: &Session,
+        stream: ResumableStream,
+        body: Body,
+    ) -> GuardedStream<Body, impl FnMut(Reconnect) -> ResumeFuture + use<>, ClientError> {
+        let me = self.clone();
+        let session = session.clone();
+        let reconnect = move |r: Reconnect| -> ResumeFuture {
+            let me = me.clone();
+            let session = session.clone();
+            Box::pin(async move { me.resume(&session, r).await })
+        };
+        GuardedStream::new(stream, body, reconnect)
+    }
+
     /// `GET` + `Last-Event-ID` for a reconnect the stream asked for.
     pub(super) async fn resume(
         &self,
         session: &Session,
         r: Reconnect,
     ) -> Result<(ReconnectResponse, Body), ClientError> {
-        let last_event_id =
-            match &r.last_event_id {
-                Some(id) => Some(HeaderValue::from_bytes(id).map_err(|_| {
-                    ClientError::Protocol(ProtocolError::Unsendable("Last-Event-ID"))
-                })?),
-                None => None,
-            };
+        let last_event_id = r.last_event_id.as_deref().map(last_event_id).transpose()?;
         let res = match self.get_stream(session, last_event_id, "resume").await {
             Ok(res) => res,
             // A redirect not followed is the server's answer to the resume: the guard refuses
@@ -428,11 +444,9 @@ impl Client {
             }
             Err(e) => return Err(e),
         };
-        let header = |name| res.headers().get(name).map(HeaderValue::as_bytes);
-        let response = ReconnectResponse::from_raw(
+        let response = ReconnectResponse::from_headers(
             res.status().as_u16(),
-            header(header::RETRY_AFTER),
-            header(header::CONTENT_TYPE),
+            res.headers(),
             SystemTime::now(),
         );
         debug!(
@@ -469,8 +483,7 @@ impl Client {
     /// [`Client::post_raw`]'s escape hatch. An id that cannot be sent as a header value (a
     /// control character) is [`ProtocolError::Unsendable`].
     pub async fn get_raw(&self, last_event_id: &[u8]) -> Result<reqwest::Response, ClientError> {
-        let value = HeaderValue::from_bytes(last_event_id)
-            .map_err(|_| ClientError::Protocol(ProtocolError::Unsendable("Last-Event-ID")))?;
+        let value = self::last_event_id(last_event_id)?;
         self.get_stream(&self.session(), Some(value), "resume")
             .await
     }

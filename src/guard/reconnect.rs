@@ -73,9 +73,31 @@ impl ReconnectResponse {
     /// From an `http` response head, at wall-clock time `now`.
     #[cfg(feature = "http")]
     pub fn from_parts(parts: &http::response::Parts, now: SystemTime) -> ReconnectResponse {
-        let header = |name| parts.headers.get(name).map(http::HeaderValue::as_bytes);
+        ReconnectResponse::from_headers(parts.status.as_u16(), &parts.headers, now)
+    }
+
+    /// From a status and the response's headers (`http`'s map, which reqwest and hyper hand
+    /// out), at wall-clock time `now`.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use ssegate::resume::ReconnectResponse;
+    ///
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("2"));
+    /// let busy = ReconnectResponse::from_headers(503, &headers, SystemTime::now());
+    /// assert_eq!((busy.status, busy.retry_after), (503, Some(Duration::from_secs(2))));
+    /// assert_eq!(busy.content_type, None);
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn from_headers(
+        status: u16,
+        headers: &http::HeaderMap,
+        now: SystemTime,
+    ) -> ReconnectResponse {
+        let header = |name| headers.get(name).map(http::HeaderValue::as_bytes);
         ReconnectResponse::from_raw(
-            parts.status.as_u16(),
+            status,
             header(http::header::RETRY_AFTER),
             header(http::header::CONTENT_TYPE),
             now,

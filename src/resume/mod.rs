@@ -263,15 +263,20 @@ impl StreamConfig {
     #[cfg(feature = "client")]
     pub(crate) fn busy_delay(&self, asked: Option<Duration>) -> Duration {
         let seed = self.jitter_seed.unwrap_or_else(crate::guard::random_seed);
-        // One SplitMix64 step: the seed's bits spread over the fraction.
+        // One SplitMix64 step: unlike a first xorshift step, it spreads a small seed's bits over
+        // the whole fraction.
         let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         let jitter = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
-        asked
-            .unwrap_or(self.backoff)
-            .max(self.min_delay.mul_f64(1.0 + jitter / 2.0))
-            .min(self.max_delay)
+        self.bounded(asked.unwrap_or(self.backoff), jitter)
+    }
+
+    /// `delay` raised to the floor ([`StreamConfig::min_delay`], jittered up by `jitter / 2`,
+    /// `jitter` in [0, 1)) and clamped to [`StreamConfig::max_delay`].
+    fn bounded(&self, delay: Duration, jitter: f64) -> Duration {
+        let floor = self.min_delay.mul_f64(1.0 + jitter / 2.0);
+        delay.max(floor).min(self.max_delay)
     }
 
     /// The longest delay a server may ask for with `retry:` or `Retry-After` (default 60 s): a
@@ -349,6 +354,12 @@ impl StreamConfig {
         self
     }
 
+    /// The first state of a jitter generator: [`StreamConfig::jitter_seed`], else from the OS
+    /// (never zero, which xorshift would keep).
+    fn jitter_state(&self) -> u64 {
+        self.jitter_seed.unwrap_or_else(crate::guard::random_seed) | 1
+    }
+
     /// A stream with these settings (its guard with a private registry).
     pub fn build(&self) -> ResumableStream {
         self.with_guard(self.guard.guard())
@@ -381,7 +392,7 @@ impl StreamConfig {
             stalled: 0,
             progressed: false,
             attempts: 0,
-            rng: self.jitter_seed.unwrap_or_else(crate::guard::random_seed) | 1,
+            rng: self.jitter_state(),
             observe: false,
             resumable: true,
             last_event: None,
@@ -1073,16 +1084,13 @@ impl ResumableStream {
     /// `delay` raised to the jittered floor ([`StreamConfig::min_delay`]) and clamped to
     /// [`StreamConfig::max_delay`].
     fn bounded_delay(&mut self, delay: Duration) -> Duration {
-        let floor = self.config.min_delay.mul_f64(1.0 + self.jitter() / 2.0);
-        delay.max(floor).min(self.config.max_delay)
+        let jitter = self.jitter();
+        self.config.bounded(delay, jitter)
     }
 
-    /// A uniform fraction in [0, 1) from the stream's xorshift64 generator (seeded by the config).
+    /// A uniform fraction in [0, 1) from the stream's generator (seeded by the config).
     fn jitter(&mut self) -> f64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+        unit_fraction(&mut self.rng)
     }
 
     /// `backoff * 2^(attempt-1)`, jittered to 50-100 %.
@@ -1099,6 +1107,14 @@ impl ResumableStream {
         self.reconnect_due = None;
         Output::Failed(failure)
     }
+}
+
+/// The next uniform fraction in [0, 1) of the xorshift64 generator whose state is `state`.
+fn unit_fraction(state: &mut u64) -> f64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    (*state >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The streams of one MCP session: each POST response stream and the standalone `GET` stream.

@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use reqwest::header::{self, HeaderValue};
+use reqwest::header;
 use serde_json::{Value, json};
 use ssegate::client::{
     CallOptions, Client, ClientConfig, ClientError, PROTOCOL_2026_07_28, PROTOCOL_VERSION,
@@ -600,13 +600,8 @@ async fn resume_round(client: &Client, mut watch: Watch, cut: CutAt, limits: Lim
             return watch.finish(cut, End::Error(why));
         }
     };
-    let header = |name| res.headers().get(name).map(HeaderValue::as_bytes);
-    let response = ReconnectResponse::from_raw(
-        res.status().as_u16(),
-        header(header::RETRY_AFTER),
-        header(header::CONTENT_TYPE),
-        SystemTime::now(),
-    );
+    let response =
+        ReconnectResponse::from_headers(res.status().as_u16(), res.headers(), SystemTime::now());
     if !watch.reconnect(&response) {
         return watch.finish(cut, End::Decided);
     }
