@@ -7,16 +7,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ssegate::client::{
-    CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, INITIALIZE_VERSIONS,
-    Outcome, Protocol, Retry, STATELESS_VERSIONS, TaskMode,
+    CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, Outcome, Protocol,
 };
 use ssegate::message::{Message, RpcId};
 
-use crate::client_args::{client_config, seconds};
+use crate::client_args::{RetryArg, TasksArg, client_config, protocol_parser, seconds};
 
 /// What `ssegate call --help` says of the exit statuses.
 pub(crate) const EXIT_STATUS: &str = "\
@@ -72,51 +70,6 @@ pub(crate) struct CallArgs {
     /// (a progress token is sent).
     #[arg(short, long)]
     verbose: bool,
-}
-
-/// `--retry`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum RetryArg {
-    Never,
-    IfSafe,
-    Always,
-}
-
-impl From<RetryArg> for Retry {
-    fn from(r: RetryArg) -> Retry {
-        match r {
-            RetryArg::Never => Retry::Never,
-            RetryArg::IfSafe => Retry::IfSafe,
-            RetryArg::Always => Retry::Always,
-        }
-    }
-}
-
-/// `--tasks`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum TasksArg {
-    Auto,
-    Never,
-    Require,
-}
-
-impl From<TasksArg> for TaskMode {
-    fn from(t: TasksArg) -> TaskMode {
-        match t {
-            TasksArg::Auto => TaskMode::Auto,
-            TasksArg::Never => TaskMode::Never,
-            TasksArg::Require => TaskMode::Require,
-        }
-    }
-}
-
-/// `auto` or one of the versions the client speaks, as the library lists them.
-fn protocol_parser() -> impl TypedValueParser<Value = Protocol> {
-    let names = std::iter::once("auto")
-        .chain(STATELESS_VERSIONS.iter().copied())
-        .chain(INITIALIZE_VERSIONS.iter().copied());
-    PossibleValuesParser::new(names)
-        .map(|s| Protocol::parse(&s).expect("a possible value is a protocol"))
 }
 
 /// The progress token sent with `--verbose`.

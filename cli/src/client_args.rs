@@ -1,8 +1,11 @@
-//! What the commands that speak to a live server (`probe`, `call`) parse alike.
+//! What the commands that speak to a live server (`probe`, `call`, `bridge`) parse alike.
 
 use std::path::Path;
 
-use ssegate::client::ClientConfig;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use ssegate::client::{
+    ClientConfig, INITIALIZE_VERSIONS, Protocol, Retry, STATELESS_VERSIONS, TaskMode,
+};
 
 /// A client configuration with the `--header` values (`Name: value`, repeatable) and the `--cacert`
 /// PEM file (certificates trusted besides the platform's roots); the error names the flag.
@@ -40,4 +43,51 @@ pub(crate) fn seconds(text: &str) -> Result<f64, String> {
     } else {
         Err("expected a positive number of seconds".to_owned())
     }
+}
+
+/// `--retry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RetryArg {
+    Never,
+    /// Also spelt `safe`.
+    #[value(alias = "safe")]
+    IfSafe,
+    Always,
+}
+
+impl From<RetryArg> for Retry {
+    fn from(r: RetryArg) -> Retry {
+        match r {
+            RetryArg::Never => Retry::Never,
+            RetryArg::IfSafe => Retry::IfSafe,
+            RetryArg::Always => Retry::Always,
+        }
+    }
+}
+
+/// `--tasks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TasksArg {
+    Auto,
+    Never,
+    Require,
+}
+
+impl From<TasksArg> for TaskMode {
+    fn from(t: TasksArg) -> TaskMode {
+        match t {
+            TasksArg::Auto => TaskMode::Auto,
+            TasksArg::Never => TaskMode::Never,
+            TasksArg::Require => TaskMode::Require,
+        }
+    }
+}
+
+/// `auto` or one of the versions the client speaks, as the library lists them.
+pub(crate) fn protocol_parser() -> impl TypedValueParser<Value = Protocol> {
+    let names = std::iter::once("auto")
+        .chain(STATELESS_VERSIONS.iter().copied())
+        .chain(INITIALIZE_VERSIONS.iter().copied());
+    PossibleValuesParser::new(names)
+        .map(|s| Protocol::parse(&s).expect("a possible value is a protocol"))
 }

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bridge;
 mod call;
 mod check;
 mod client_args;
@@ -43,6 +44,10 @@ enum Command {
     /// only as --retry allows.
     #[command(after_help = call::EXIT_STATUS)]
     Call(call::CallArgs),
+    /// Bridge an MCP host that launches servers over stdio to a remote MCP server, every request
+    /// through the guarded client: `"command": "ssegate", "args": ["bridge", URL]`.
+    #[command(after_help = bridge::AFTER_HELP)]
+    Bridge(bridge::BridgeArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,5 +64,6 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Probe(args) => probe::run(&args),
         Command::Call(args) => call::run(&args),
+        Command::Bridge(args) => bridge::run(args),
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
 
 #[cfg(doc)]
 use super::{Client, ClientError, ProtocolError, TaskErrorKind};
@@ -163,6 +164,8 @@ pub struct ClientConfig {
     pub(super) max_error_body: usize,
     pub(super) redirects: Redirects,
     pub(super) client_name: String,
+    pub(super) client_version: String,
+    pub(super) capabilities: Value,
     pub(super) reuse_connections: bool,
     pub(super) proxy: Option<String>,
     pub(super) handler: Arc<dyn Handler>,
@@ -207,6 +210,8 @@ impl Default for ClientConfig {
             max_error_body: DEFAULT_MAX_ERROR_BODY,
             redirects: Redirects::Refuse,
             client_name: "ssegate".to_owned(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            capabilities: json!({"roots": {}, "sampling": {}, "elicitation": {}}),
             reuse_connections: true,
             proxy: None,
             handler: Arc::new(DefaultHandler),
@@ -367,9 +372,25 @@ impl ClientConfig {
         self
     }
 
-    /// The `clientInfo.name` sent in `initialize`.
+    /// The `clientInfo.name` sent in `initialize` (and, on 2026-07-28, in every request's
+    /// `_meta`); default `ssegate`.
     pub fn client_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.client_name = name.into();
+        self
+    }
+
+    /// The `clientInfo.version` sent beside [`ClientConfig::client_name`]; default this crate's
+    /// version.
+    pub fn client_version(&mut self, version: impl Into<String>) -> &mut Self {
+        self.client_version = version.into();
+        self
+    }
+
+    /// The client capabilities declared in `initialize` and, on 2026-07-28, in every request's
+    /// `_meta` (default `{"roots": {}, "sampling": {}, "elicitation": {}}`: the [`Handler`]
+    /// answers those requests). A bridge declares its host's.
+    pub fn capabilities(&mut self, capabilities: Value) -> &mut Self {
+        self.capabilities = capabilities;
         self
     }
 

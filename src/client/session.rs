@@ -38,6 +38,8 @@ pub(super) struct Session {
     pub(super) discover: Option<Arc<Value>>,
     /// The server's capabilities (from `initialize` or `server/discover`).
     pub(super) capabilities: Option<Arc<Value>>,
+    /// The `initialize` result of a session.
+    pub(super) initialized: Option<Arc<Value>>,
     /// Bumped at each new session, so concurrent calls renegotiate once.
     pub(super) generation: u64,
     /// The session's streams, sharing outstanding requests and response deduplication.
@@ -105,6 +107,12 @@ impl Client {
     /// `serverInfo`, ...); `None` on an `initialize` session.
     pub fn discover_result(&self) -> Option<Arc<Value>> {
         self.session().discover
+    }
+
+    /// The session's `initialize` result (`protocolVersion`, `capabilities`, `serverInfo`,
+    /// `instructions`, ...); `None` for a stateless server ([`Client::discover_result`]).
+    pub fn initialize_result(&self) -> Option<Arc<Value>> {
+        self.session().initialized
     }
 
     /// Sessions opened so far (1 + renegotiations).
@@ -186,17 +194,13 @@ impl Client {
             .protocol_version
             .as_deref()
             .unwrap_or(PROTOCOL_2026_07_28);
+        let config = &self.inner.config;
         v2026_07_28::stamp_meta(
             params,
             version,
-            &Self::capabilities(),
-            &self.inner.config.client_name,
+            &config.capabilities,
+            &json!({"name": config.client_name, "version": config.client_version}),
         );
-    }
-
-    /// The client's capabilities, as `initialize` and the 2026-07-28 `_meta` declare them.
-    pub(super) fn capabilities() -> Value {
-        json!({"roots": {}, "sampling": {}, "elicitation": {}})
     }
 
     /// Sends `server/discover` as a 2026-07-28 request speaking `version`: the era its answer
@@ -279,6 +283,7 @@ impl Client {
         let result = discover.get("result").cloned().unwrap_or(Value::Null);
         s.capabilities = Some(Arc::new(result["capabilities"].clone()));
         s.discover = Some(Arc::new(result));
+        s.initialized = None;
         s.generation += 1;
         s.streams = resume::Session::new(self.inner.config.stream.clone());
         self.inner.sessions_opened.fetch_add(1, Ordering::Relaxed);
@@ -296,8 +301,9 @@ impl Client {
             "method": "initialize",
             "params": {
                 "protocolVersion": offer,
-                "capabilities": Self::capabilities(),
-                "clientInfo": {"name": self.inner.config.client_name, "version": env!("CARGO_PKG_VERSION")},
+                "capabilities": self.inner.config.capabilities,
+                "clientInfo": {"name": self.inner.config.client_name,
+                               "version": self.inner.config.client_version},
             },
         });
         let fresh = Session {
@@ -357,6 +363,7 @@ impl Client {
             s.stateless = false;
             s.discover = None;
             s.capabilities = Some(Arc::new(value["result"]["capabilities"].clone()));
+            s.initialized = Some(Arc::new(value["result"].clone()));
             s.generation += 1;
             s.streams = fresh.streams.clone();
             s.clone()

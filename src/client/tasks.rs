@@ -862,7 +862,7 @@ mod tests {
             &mut params,
             "2026-07-28",
             &json!({"roots": {}, "elicitation": {}}),
-            "me",
+            &json!({"name": "me"}),
         );
         let caps = &params["_meta"][v2026_07_28::META_CAPABILITIES];
         assert_eq!(caps["roots"], json!({}));
@@ -870,7 +870,12 @@ mod tests {
         assert_eq!(params["taskId"], "t");
         // Without a declaration, the capabilities are the client's alone.
         let mut plain = json!({});
-        v2026_07_28::stamp_meta(&mut plain, "2026-07-28", &json!({"roots": {}}), "me");
+        v2026_07_28::stamp_meta(
+            &mut plain,
+            "2026-07-28",
+            &json!({"roots": {}}),
+            &json!({"name": "me"}),
+        );
         assert!(plain["_meta"][v2026_07_28::META_CAPABILITIES]["extensions"].is_null());
     }
 

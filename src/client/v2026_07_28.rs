@@ -18,8 +18,8 @@ pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// Adds the 2026-07-28 `_meta` fields to `params` (an object; anything else is replaced by one),
-/// keeping any `_meta` the caller set (a progress token).
-pub(crate) fn stamp_meta(params: &mut Value, version: &str, capabilities: &Value, name: &str) {
+/// keeping any `_meta` the caller set (a progress token); `info` is the client's `clientInfo`.
+pub(crate) fn stamp_meta(params: &mut Value, version: &str, capabilities: &Value, info: &Value) {
     if !params.is_object() {
         *params = json!({});
     }
@@ -47,10 +47,7 @@ pub(crate) fn stamp_meta(params: &mut Value, version: &str, capabilities: &Value
         }
     }
     meta.insert(META_CAPABILITIES.into(), declared);
-    meta.insert(
-        META_CLIENT_INFO.into(),
-        json!({"name": name, "version": env!("CARGO_PKG_VERSION")}),
-    );
+    meta.insert(META_CLIENT_INFO.into(), info.clone());
 }
 
 /// A header value as the 2026-07-28 transport encodes it: as is when it is plain visible ASCII

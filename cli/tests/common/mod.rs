@@ -1,6 +1,8 @@
 //! What the command's tests share: running the built command, and the fault proxy.
 #![allow(dead_code)]
 
+pub mod host;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

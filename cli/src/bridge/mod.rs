@@ -1,0 +1,504 @@
+//! `ssegate bridge URL`: the MCP stdio transport in front of a remote MCP server, every request
+//! through the guarded client.
+//!
+//! The host speaks newline-delimited JSON-RPC on stdin and stdout; the bridge answers its
+//! `initialize` (or, from a 2026-07-28 host, `server/discover`) itself, at the host's version,
+//! from what the server declared, and negotiates with the server on its own ([`Protocol::Auto`]
+//! unless `--protocol` pins a version). Every other request is one guarded call; its response is
+//! written with the host's id. Server notifications and requests go to the host, the host's
+//! answers back. Logs go to stderr; stdout carries JSON-RPC messages only.
+
+mod errors;
+mod host;
+mod upstream;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use ssegate::client::{Protocol, RpcError, STATELESS_VERSIONS};
+use ssegate::message::Message;
+use tokio::sync::{Notify, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::client_args::{RetryArg, TasksArg, protocol_parser, seconds};
+use errors::{Error, SERVER_PROTOCOL};
+use host::{Incoming, Out};
+use upstream::Upstream;
+
+/// What `ssegate bridge --help` says after the options.
+pub(crate) const AFTER_HELP: &str = "\
+A host's configuration (Claude Desktop, Cursor, VS Code, ...):
+  {\"command\": \"ssegate\", \"args\": [\"bridge\", \"https://mcp.example.com/mcp\"]}
+
+Errors the bridge answers with itself (JSON-RPC `error.code`):
+  -32050  outcome unknown: a tools/call was sent, its answer was lost and it was not sent again;
+          the tool may have run (`data.task` names the task when it ran as one)
+  -32051  the server could not be reached, refused the request or did not answer in time
+  -32052  the server broke the protocol
+  -32700  a line that is not JSON; -32600 a line over --max-line or not a JSON-RPC message
+`data.outcome` says `unknown` (it may have run), `not-run` or `failed`.
+
+Exit status: 0 at the end of stdin, SIGTERM or SIGINT (calls in flight cancelled, the session
+ended with DELETE); 1 when stdout is closed; 2 for a bad flag or value.";
+
+/// Bridge an MCP host that launches servers over stdio (newline-delimited JSON-RPC on stdin and
+/// stdout) to a remote Streamable HTTP server, every request through ssegate's guarded client:
+/// one response per request, never torn; cut streams resumed with Last-Event-ID where the server
+/// allows it; a lost call sent again only when safe (--retry), else answered with the
+/// outcome-unknown error. Logs go to stderr.
+#[derive(clap::Args, Debug)]
+pub(crate) struct BridgeArgs {
+    /// The server's MCP endpoint (`http://` or `https://`).
+    url: String,
+    /// A header sent with every request, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// A PEM file of certificates to trust besides the platform's roots.
+    #[arg(long, value_name = "PEM")]
+    cacert: Option<PathBuf>,
+    /// The protocol spoken to the server: `auto` speaks 2026-07-28 when the server does, else
+    /// `initialize` offering 2025-11-25; a version speaks only that one. The host speaks its own.
+    #[arg(long, value_name = "VERSION", default_value = "auto", value_parser = protocol_parser())]
+    protocol: Protocol,
+    /// The deadline of each request (resumes and re-issues included), in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0, value_parser = seconds)]
+    timeout: f64,
+    /// When a call whose answer was lost is sent again: never; safe (the tool is annotated
+    /// readOnlyHint or idempotentHint, or the method has no side effects); always.
+    #[arg(long, value_enum, default_value_t = RetryArg::IfSafe)]
+    retry: RetryArg,
+    /// Whether tool calls may run as tasks: auto (where the server offers them: a lost answer is
+    /// read again, never a new call); never; require.
+    #[arg(long, value_enum, default_value_t = TasksArg::Auto)]
+    tasks: TasksArg,
+    /// The longest line read from the host, in bytes; a longer one is answered with an error and
+    /// not kept.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE)]
+    max_line: usize,
+    /// Report on stderr: the server's protocol, each call's outcome.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// The longest line read from the host by default: 64 MiB, the client's event limit.
+pub(crate) const DEFAULT_MAX_LINE: usize = 64 << 20;
+
+/// The versions a host may speak to the bridge with `initialize`, newest first.
+const HOST_INITIALIZE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// One line on stderr, prefixed, with control characters made spaces.
+pub(crate) fn note(text: &str) {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let _ = writeln!(std::io::stderr().lock(), "ssegate bridge: {line}");
+}
+
+/// What the bridge shares between the host's requests.
+pub(crate) struct Bridge {
+    args: BridgeArgs,
+    out: Out,
+    upstream: Upstream,
+    /// The host's requests under way: the key is the id's JSON text.
+    inflight: Mutex<HashMap<String, AbortHandle>>,
+    /// The bridge's requests to the host (server requests relayed): id to the waiting answer.
+    asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>,
+    next_ask: AtomicU64,
+}
+
+/// The members of a host's message the bridge reads.
+#[derive(Deserialize)]
+struct HostMessage {
+    #[serde(default)]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// The members of a server's response the bridge rewrites (the id) or passes on (the rest).
+#[derive(Deserialize)]
+struct ServerResponse<'a> {
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+impl Bridge {
+    fn verbose(&self, text: impl FnOnce() -> String) {
+        if self.args.verbose {
+            note(&text());
+        }
+    }
+
+    /// An error answer to the host.
+    fn error(&self, id: Option<&RawValue>, error: &Error) {
+        let id: Value = id
+            .and_then(|id| serde_json::from_str(id.get()).ok())
+            .unwrap_or(Value::Null);
+        self.out
+            .value(&json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}));
+    }
+
+    /// A result answer to the host.
+    fn result(&self, id: &RawValue, result: &Value) {
+        let head = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id.get());
+        let body = serde_json::to_vec(result).expect("a Value serializes");
+        self.out.send(vec![
+            Bytes::from(head),
+            Bytes::from(body),
+            Bytes::from_static(b"}"),
+        ]);
+    }
+
+    /// The server's response `message` to the host's request `id`: its `result` or `error` as
+    /// the server wrote it, under the host's id. The only copy is the one that makes a response
+    /// received in pieces contiguous.
+    fn relay_response(&self, id: &RawValue, method: &str, message: &Message) {
+        let bytes = message.to_bytes();
+        let parsed: Result<ServerResponse<'_>, _> = serde_json::from_slice(&bytes);
+        let (member, raw) = match parsed {
+            Ok(ServerResponse {
+                result: Some(r), ..
+            }) => ("result", r),
+            Ok(ServerResponse { error: Some(e), .. }) => ("error", e),
+            _ => {
+                let e = Error::new(
+                    SERVER_PROTOCOL,
+                    "the server broke the protocol: its response has neither result nor error",
+                );
+                return self.error(Some(id), &e);
+            }
+        };
+        let start = raw.get().as_ptr() as usize - bytes.as_ptr() as usize;
+        let body = bytes.slice(start..start + raw.get().len());
+        let head = format!(r#"{{"jsonrpc":"2.0","id":{},"{member}":"#, id.get());
+        self.verbose(|| format!("{method}: {member}, {} bytes", body.len()));
+        self.out
+            .send(vec![Bytes::from(head), body, Bytes::from_static(b"}")]);
+    }
+
+    /// One line from the host.
+    fn on_line(self: &Arc<Self>, line: &[u8]) {
+        let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
+        let message: HostMessage = match first {
+            Some(b'{') => match serde_json::from_slice(line) {
+                Ok(m) => m,
+                Err(e) if e.is_syntax() || e.is_eof() => {
+                    return self.error(None, &Error::new(-32700, format!("parse error: {e}")));
+                }
+                Err(e) => {
+                    let e = Error::new(-32600, format!("not a JSON-RPC message: {e}"));
+                    return self.error(None, &e);
+                }
+            },
+            _ => {
+                let e = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                    Err(e) => Error::new(-32700, format!("parse error: {e}")),
+                    Ok(_) if first == Some(b'[') => Error::new(
+                        -32600,
+                        "JSON-RPC batches are not part of MCP's stdio transport",
+                    ),
+                    Ok(_) => Error::new(-32600, "not a JSON-RPC message"),
+                };
+                return self.error(None, &e);
+            }
+        };
+        let id = message.id.filter(|id| id.get() != "null");
+        match (message.method, id) {
+            (Some(method), Some(id)) => self.on_request(method, id, message.params),
+            (Some(method), None) => self.on_notification(&method, message.params),
+            (None, Some(id)) => self.on_answer(&id, message.result, message.error),
+            (None, None) => self.error(None, &Error::new(-32600, "not a JSON-RPC message")),
+        }
+    }
+
+    fn on_request(self: &Arc<Self>, method: String, id: Box<RawValue>, params: Option<Value>) {
+        let key = key_of(&id);
+        let mut inflight = self.inflight.lock().expect("inflight lock");
+        if inflight.contains_key(&key) {
+            drop(inflight);
+            let e = Error::new(-32600, format!("request id {key} is already in use"));
+            return self.error(Some(&id), &e);
+        }
+        let me = self.clone();
+        let task = tokio::spawn(async move {
+            let params = params.unwrap_or(Value::Null);
+            let answer = me.answer(&method, params).await;
+            // Gone from the map: the host cancelled the request; it gets no answer.
+            if me
+                .inflight
+                .lock()
+                .expect("inflight lock")
+                .remove(&key_of(&id))
+                .is_none()
+            {
+                return;
+            }
+            match answer {
+                Ok(Answer::Local(result)) => me.result(&id, &result),
+                Ok(Answer::Server(message)) => me.relay_response(&id, &method, &message),
+                Err(e) => {
+                    me.verbose(|| format!("{method}: error {}: {}", e.code, e.data["reason"]));
+                    me.error(Some(&id), &e)
+                }
+            }
+        });
+        inflight.insert(key, task.abort_handle());
+    }
+
+    /// The answer to one host request.
+    async fn answer(&self, method: &str, mut params: Value) -> Result<Answer, Error> {
+        self.upstream.learn_host(method, &params);
+        match method {
+            "ping" => Ok(Answer::Local(json!({}))),
+            "initialize" => self.initialize(&params).await.map(Answer::Local),
+            "server/discover" => self.discover().await.map(Answer::Local),
+            _ => {
+                upstream::strip_host_meta(&mut params);
+                self.upstream.call(method, params).await.map(Answer::Server)
+            }
+        }
+    }
+
+    /// `initialize` from a host on a 2025 revision: answered at its version, with what the server
+    /// declared.
+    async fn initialize(&self, params: &Value) -> Result<Value, Error> {
+        let client = self.upstream.client().await?;
+        let asked = params["protocolVersion"].as_str().unwrap_or_default();
+        let version = if HOST_INITIALIZE_VERSIONS.contains(&asked) {
+            asked
+        } else {
+            HOST_INITIALIZE_VERSIONS[0]
+        };
+        let declared = client
+            .initialize_result()
+            .or_else(|| client.discover_result())
+            .unwrap_or_default();
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": client.server_capabilities().as_deref().cloned().unwrap_or(json!({})),
+            "serverInfo": upstream::server_info(&declared),
+        });
+        if let Some(instructions) = declared.get("instructions") {
+            result["instructions"] = instructions.clone();
+        }
+        self.verbose(|| {
+            format!(
+                "host initialize at {version}; server speaks {}",
+                client.protocol_version().unwrap_or_default()
+            )
+        });
+        Ok(result)
+    }
+
+    /// `server/discover` from a 2026-07-28 host: what the server declared, the versions the
+    /// bridge speaks to a host.
+    async fn discover(&self) -> Result<Value, Error> {
+        let client = self.upstream.client().await?;
+        let declared = client
+            .discover_result()
+            .or_else(|| client.initialize_result())
+            .unwrap_or_default();
+        let mut result = json!({
+            "supportedVersions": STATELESS_VERSIONS,
+            "capabilities": client.server_capabilities().as_deref().cloned().unwrap_or(json!({})),
+            "serverInfo": upstream::server_info(&declared),
+        });
+        if let Some(instructions) = declared.get("instructions") {
+            result["instructions"] = instructions.clone();
+        }
+        Ok(result)
+    }
+
+    fn on_notification(self: &Arc<Self>, method: &str, params: Option<Value>) {
+        match method {
+            // The bridge's own session is initialized; the host's needs nothing more.
+            "notifications/initialized" => {}
+            "notifications/cancelled" => {
+                let id = params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                let cancelled = self.inflight.lock().expect("inflight lock").remove(&id);
+                match cancelled {
+                    // Dropping the call tells the server (`notifications/cancelled`, a task's
+                    // `tasks/cancel`, or on 2026-07-28 the closed stream).
+                    Some(task) => {
+                        task.abort();
+                        self.verbose(|| format!("request {id} cancelled by the host"));
+                    }
+                    None => self.verbose(|| format!("cancel of {id}: not under way")),
+                }
+            }
+            _ => {
+                let note = json!({"jsonrpc": "2.0", "method": method,
+                                  "params": params.unwrap_or(json!({}))});
+                let me = self.clone();
+                tokio::spawn(async move { me.upstream.notify(&note).await });
+            }
+        }
+    }
+
+    /// The host's answer to a server request the bridge relayed.
+    fn on_answer(&self, id: &RawValue, result: Option<Value>, error: Option<Value>) {
+        let waiting = self.asked.lock().expect("asked lock").remove(&key_of(id));
+        let Some(tx) = waiting else {
+            note(&format!(
+                "an answer for {}, which was never asked: dropped",
+                id.get()
+            ));
+            return;
+        };
+        let answer = match (result, error) {
+            (Some(result), _) => Ok(result),
+            (None, Some(error)) => Err(RpcError::new(
+                error["code"].as_i64().unwrap_or(-32603),
+                error["message"].as_str().unwrap_or("the host's error"),
+            )),
+            (None, None) => Err(RpcError::new(-32603, "the host answered without a result")),
+        };
+        let _ = tx.send(answer);
+    }
+
+    /// Stops: calls in flight cancelled, the session ended (within a second in all).
+    async fn shutdown(&self) {
+        let inflight: Vec<_> = self
+            .inflight
+            .lock()
+            .expect("inflight lock")
+            .drain()
+            .map(|(_, task)| task)
+            .collect();
+        let cancelled = inflight.len();
+        for task in inflight {
+            task.abort();
+        }
+        if cancelled > 0 {
+            self.verbose(|| format!("{cancelled} request(s) cancelled"));
+            // The cancellations go out first (each a POST of its own).
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        self.upstream.close(Duration::from_millis(600)).await;
+    }
+}
+
+/// A JSON-RPC id as a map key: its JSON text, written compactly (as `Value::to_string` does).
+fn key_of(id: &RawValue) -> String {
+    serde_json::from_str::<Value>(id.get()).map_or_else(|_| id.get().to_owned(), |v| v.to_string())
+}
+
+/// An answer to a host request.
+enum Answer {
+    /// Made by the bridge.
+    Local(Value),
+    /// The server's response.
+    Server(Message),
+}
+
+pub(crate) fn run(args: BridgeArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            note(&format!("cannot start the runtime: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let status = runtime.block_on(serve(args));
+    // The stdin thread may be blocked in a read: the process ends without waiting for it.
+    std::process::exit(status)
+}
+
+async fn serve(args: BridgeArgs) -> i32 {
+    let broken = Arc::new(Notify::new());
+    let out = Out::start(broken.clone());
+    let upstream = match Upstream::new(&args) {
+        Ok(u) => u,
+        Err(e) => {
+            note(&e);
+            return 2;
+        }
+    };
+    let bridge = Arc::new(Bridge {
+        out,
+        upstream,
+        inflight: Mutex::new(HashMap::new()),
+        asked: Mutex::new(HashMap::new()),
+        next_ask: AtomicU64::new(1),
+        args,
+    });
+    bridge.upstream.attach(Arc::downgrade(&bridge));
+    let mut lines = host::read_stdin(bridge.args.max_line);
+    let mut term = signal(tokio::signal::unix::SignalKind::terminate());
+    let mut int = signal(tokio::signal::unix::SignalKind::interrupt());
+    let status = loop {
+        tokio::select! {
+            line = lines.recv() => match line {
+                Some(Incoming::Line(line)) => bridge.on_line(&line),
+                Some(Incoming::TooLong(len)) => {
+                    let mut e = Error::new(-32600, format!(
+                        "a line of {len} bytes exceeds --max-line {}; it was not read",
+                        bridge.args.max_line
+                    ));
+                    e.data = json!({"kind": "line-too-long", "limit": bridge.args.max_line});
+                    bridge.error(None, &e);
+                }
+                None => break 0,
+            },
+            _ = recv(&mut term) => break 0,
+            _ = recv(&mut int) => break 0,
+            () = broken.notified() => break 1,
+        }
+    };
+    bridge.shutdown().await;
+    // What is written is flushed (briefly: a host that stopped reading is not waited for).
+    bridge.out.flush(Duration::from_millis(200)).await;
+    status
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind).ok()
+}
+
+async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ssegate::client::INITIALIZE_VERSIONS;
+
+    use super::*;
+
+    #[test]
+    fn the_host_versions_include_every_initialize_version_of_the_client() {
+        for v in INITIALIZE_VERSIONS {
+            assert!(HOST_INITIALIZE_VERSIONS.contains(v), "{v}");
+        }
+    }
+}

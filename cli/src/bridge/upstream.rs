@@ -1,0 +1,309 @@
+//! The server's side: the guarded client, connected when the host first needs it (with the host's
+//! capabilities), the server's own stream of notifications, and the [`Handler`] that relays what
+//! the server sends to the host.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use ssegate::client::{
+    CallOptions, Client, ClientConfig, ClientError, Handler, HandlerFuture, RpcError,
+};
+use ssegate::message::{Message, RpcKind};
+
+use super::errors::Error;
+use super::{Bridge, BridgeArgs, note};
+use crate::client_args::client_config;
+
+/// The `_meta` keys a 2026-07-28 host stamps on each request; the bridge's client stamps its own.
+const HOST_META: &[&str] = &[
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+];
+
+/// The longest wait between two attempts at the server's notification stream.
+const MAX_LISTEN_DELAY: Duration = Duration::from_secs(30);
+
+/// What the host said of itself, declared to the server as the client's own.
+#[derive(Default)]
+struct HostInfo {
+    capabilities: Option<Value>,
+    info: Option<Value>,
+}
+
+pub(super) struct Upstream {
+    url: String,
+    config: ClientConfig,
+    options: CallOptions,
+    timeout: Duration,
+    verbose: bool,
+    client: tokio::sync::Mutex<Option<Client>>,
+    host: Mutex<HostInfo>,
+    bridge: OnceLock<Weak<Bridge>>,
+}
+
+impl Upstream {
+    /// The settings of `args`; the error names the flag.
+    pub(super) fn new(args: &BridgeArgs) -> Result<Upstream, String> {
+        let timeout = Duration::from_secs_f64(args.timeout);
+        let mut config = client_config(&args.headers, args.cacert.as_deref())?;
+        config
+            .protocol(args.protocol.clone())
+            .call_timeout(Some(timeout))
+            .client_name("ssegate-bridge");
+        if !args.url.starts_with("http://") && !args.url.starts_with("https://") {
+            return Err(format!("URL {:?}: not http(s)", args.url));
+        }
+        let mut options = CallOptions::default();
+        options
+            .retry(args.retry.into())
+            .tasks(args.tasks.into())
+            .timeout(timeout);
+        Ok(Upstream {
+            url: args.url.clone(),
+            config,
+            options,
+            timeout,
+            verbose: args.verbose,
+            client: tokio::sync::Mutex::new(None),
+            host: Mutex::new(HostInfo::default()),
+            bridge: OnceLock::new(),
+        })
+    }
+
+    pub(super) fn attach(&self, bridge: Weak<Bridge>) {
+        let _ = self.bridge.set(bridge);
+    }
+
+    /// Learns the host's capabilities and name from its `initialize`, or from the `_meta` of a
+    /// 2026-07-28 host's request.
+    pub(super) fn learn_host(&self, method: &str, params: &Value) {
+        let mut host = self.host.lock().expect("host lock");
+        if method == "initialize" {
+            host.capabilities = params.get("capabilities").cloned();
+            host.info = params.get("clientInfo").cloned();
+        } else if host.capabilities.is_none() {
+            let meta = &params["_meta"];
+            host.capabilities = meta.get(HOST_META[1]).cloned();
+            host.info = meta.get(HOST_META[2]).cloned();
+        }
+    }
+
+    /// The connected client; connects first if it is not (or the last attempt failed).
+    pub(super) async fn client(&self) -> Result<Client, Error> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = &*slot {
+            return Ok(client.clone());
+        }
+        let mut config = self.config.clone();
+        {
+            let host = self.host.lock().expect("host lock");
+            if let Some(caps) = host.capabilities.clone().filter(Value::is_object) {
+                config.capabilities(caps);
+            }
+            if let Some(info) = &host.info {
+                if let Some(name) = info["name"].as_str() {
+                    config.client_name(name);
+                }
+                if let Some(version) = info["version"].as_str() {
+                    config.client_version(version);
+                }
+            }
+        }
+        let bridge = self.bridge.get().cloned().unwrap_or_default();
+        config.handler(Arc::new(Relay { bridge }));
+        let client = Client::connect(&self.url, config)
+            .await
+            .map_err(|e| Error::of_client("initialize", &e))?;
+        if self.verbose {
+            note(&format!(
+                "connected to {}: protocol {}{}",
+                self.url,
+                client.protocol_version().unwrap_or_default(),
+                match client.session_id() {
+                    Some(id) => format!(", session {id}"),
+                    None if client.is_stateless() => " (stateless)".to_owned(),
+                    None => " (sessionless)".to_owned(),
+                }
+            ));
+        }
+        tokio::spawn(listen(client.clone(), self.verbose));
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// One guarded call.
+    pub(super) async fn call(&self, method: &str, params: Value) -> Result<Message, Error> {
+        let client = self.client().await?;
+        client
+            .call_with(method, params, &self.options)
+            .await
+            .map(|response| response.message)
+            .map_err(|e| Error::of_client(method, &e))
+    }
+
+    /// A host notification for the server: sent on a session; a 2026-07-28 server has no
+    /// session to notify.
+    pub(super) async fn notify(&self, note_: &Value) {
+        let method = note_["method"].as_str().unwrap_or_default().to_owned();
+        let client = self.client.lock().await.clone();
+        let Some(client) = client else {
+            note(&format!("{method} before the server was reached: dropped"));
+            return;
+        };
+        if client.is_stateless() {
+            if self.verbose {
+                note(&format!(
+                    "{method}: a 2026-07-28 server takes no notifications; dropped"
+                ));
+            }
+            return;
+        }
+        match tokio::time::timeout(self.timeout, client.post_raw(note_)).await {
+            Ok(Ok(res)) if res.status().is_success() => {}
+            Ok(Ok(res)) => note(&format!("{method}: the server answered {}", res.status())),
+            Ok(Err(e)) => note(&format!("{method}: {e}")),
+            Err(_) => note(&format!("{method}: no answer in time")),
+        }
+    }
+
+    /// Ends the session (`DELETE`) within `deadline`.
+    pub(super) async fn close(&self, deadline: Duration) {
+        let client = self.client.lock().await.take();
+        if let Some(client) = client {
+            match tokio::time::timeout(deadline, client.close()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => note(&format!("could not end the session: {e}")),
+                Err(_) => note("could not end the session in time"),
+            }
+        }
+    }
+}
+
+/// Drops the `_meta` keys a 2026-07-28 host stamps: the server hears the bridge's client.
+pub(super) fn strip_host_meta(params: &mut Value) {
+    let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for key in HOST_META {
+        meta.remove(*key);
+    }
+    if meta.is_empty()
+        && let Some(obj) = params.as_object_mut()
+    {
+        obj.remove("_meta");
+    }
+}
+
+/// The server's `serverInfo`, or the bridge's when it gave none.
+pub(super) fn server_info(declared: &Value) -> Value {
+    match declared.get("serverInfo") {
+        Some(info) if info.is_object() => info.clone(),
+        _ => json!({"name": "ssegate-bridge", "version": env!("CARGO_PKG_VERSION")}),
+    }
+}
+
+/// Keeps the server's own notification stream open (the `GET` stream, or on 2026-07-28
+/// `subscriptions/listen`): what arrives there reaches the host through the [`Relay`]. A server
+/// without one (`405`) is not asked again; an ended or failed stream is opened again after a
+/// growing delay.
+async fn listen(client: Client, verbose: bool) {
+    let mut delay = Duration::from_secs(1);
+    loop {
+        match client.listen().await {
+            Ok(stream) => {
+                let mut stream = std::pin::pin!(stream);
+                while let Some(item) = stream.next().await {
+                    match item {
+                        Ok(_) => delay = Duration::from_secs(1),
+                        Err(failure) if verbose => {
+                            note(&format!("the server's notification stream: {failure}"));
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+            Err(ClientError::Status { status: 405, .. }) => {
+                if verbose {
+                    note("the server offers no notification stream (405)");
+                }
+                return;
+            }
+            Err(e) if verbose => note(&format!("the server's notification stream: {e}")),
+            Err(_) => {}
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(MAX_LISTEN_DELAY);
+    }
+}
+
+/// The client's [`Handler`]: server requests are asked of the host (`ping` is answered here),
+/// server notifications written to it.
+struct Relay {
+    bridge: Weak<Bridge>,
+}
+
+impl Handler for Relay {
+    fn request(&self, method: &str, params: Option<&Value>) -> HandlerFuture {
+        let bridge = self.bridge.upgrade();
+        let method = method.to_owned();
+        let params = params.cloned();
+        Box::pin(async move {
+            if method == "ping" {
+                return Ok(json!({}));
+            }
+            let Some(bridge) = bridge else {
+                return Err(RpcError::new(-32603, "the bridge is stopping"));
+            };
+            let id = format!(
+                "ssegate-{}",
+                bridge.next_ask.fetch_add(1, Ordering::Relaxed)
+            );
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let key = Value::String(id.clone()).to_string();
+            bridge
+                .asked
+                .lock()
+                .expect("asked lock")
+                .insert(key.clone(), tx);
+            let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
+            if let Some(params) = params {
+                request["params"] = params;
+            }
+            bridge.out.value(&request);
+            let timeout = bridge.upstream.timeout;
+            let answer = tokio::time::timeout(timeout, rx).await;
+            bridge.asked.lock().expect("asked lock").remove(&key);
+            match answer {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(_)) => Err(RpcError::new(-32603, "the bridge is stopping")),
+                Err(_) => Err(RpcError::new(
+                    -32001,
+                    format!(
+                        "the host did not answer {method} within {} s",
+                        timeout.as_secs_f64()
+                    ),
+                )),
+            }
+        })
+    }
+
+    fn notification(&self, message: &Message) {
+        let Some(bridge) = self.bridge.upgrade() else {
+            return;
+        };
+        let peek = message.jsonrpc_peek();
+        match peek.kind {
+            RpcKind::Notification => bridge.out.send(message.data().segments().to_vec()),
+            RpcKind::Response => note(&format!(
+                "a response for {}, which the host never asked: dropped",
+                peek.id.map(|id| id.to_string()).unwrap_or_default()
+            )),
+            // A server request on a 2026-07-28 stream: servers ask for input in results there.
+            _ => note("a server message that is no notification, outside any call: dropped"),
+        }
+    }
+}
