@@ -308,3 +308,134 @@ fn a_cut_task_result_is_read_again_and_runs_once() {
     );
     assert_eq!(calls, 1);
 }
+
+/// Waits up to 10 s for `done`.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A tasks server whose task works `work` before its result.
+fn slow_tasks(rt: &tokio::runtime::Runtime, work: Duration) -> RunningServer {
+    rt.block_on(async {
+        let mut sc = ServerConfig::default();
+        sc.mode(ServerMode::Tasks).task_work(work);
+        sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+    })
+}
+
+#[test]
+fn the_hosts_cancel_cancels_the_task_and_gets_no_answer() {
+    let rt = runtime();
+    let server = slow_tasks(&rt, Duration::from_secs(30));
+    let mut host = Host::start(&[&server.url()]);
+    host.initialize("2025-11-25");
+    host.send(&big(1, 1000, 1));
+    eventually("the task is created", || server.stats().tasks_created == 1);
+    host.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 1, "reason": "the user gave up"}}),
+    );
+    eventually("the task is cancelled", || {
+        server.stats().tasks_cancelled == 1
+    });
+    host.expect_silence(Duration::from_millis(300));
+    assert_eq!(server.stats().calls, 0, "the tool never ran");
+}
+
+#[test]
+fn end_of_input_cancels_calls_in_flight() {
+    let rt = runtime();
+    let server = slow_tasks(&rt, Duration::from_secs(30));
+    let mut host = Host::start(&[&server.url()]);
+    host.initialize("2025-11-25");
+    host.send(&big(1, 1000, 1));
+    eventually("the task is created", || server.stats().tasks_created == 1);
+    host.close_stdin();
+    let (code, took) = host.wait(Duration::from_secs(5));
+    assert_eq!(code, Some(0));
+    assert!(took < Duration::from_secs(1), "exit took {took:?}");
+    eventually("the task is cancelled", || {
+        server.stats().tasks_cancelled == 1
+    });
+}
+
+#[test]
+fn an_expired_session_is_opened_again_transparently() {
+    let rt = runtime();
+    let server = rt.block_on(async {
+        let mut sc = ServerConfig::default();
+        sc.mode(ServerMode::Strict)
+            .session_idle_timeout(Duration::from_millis(300));
+        sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+    });
+    let mut host = Host::start(&[&server.url()]);
+    host.initialize("2025-11-25");
+    let first = host.request(json!(1), "tools/call", big(1, 5000, 1)["params"].clone());
+    assert_eq!(first["result"], expected_big(5000, 1));
+    eventually("the session expires", || server.session_count() == 0);
+    let second = host.request(json!(2), "tools/call", big(2, 5000, 2)["params"].clone());
+    assert_eq!(second["result"], expected_big(5000, 2), "{second}");
+    let stats = server.stats();
+    assert_eq!((stats.sessions_opened, stats.calls), (2, 2));
+}
+
+#[test]
+fn a_closed_stdout_stops_the_bridge() {
+    let rt = runtime();
+    let server = server(&rt, ServerMode::Strict);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .args(["bridge", &server.url()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write;
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "still running");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(1));
+}
+
+#[test]
+fn a_2026_07_28_servers_input_requests_are_asked_of_a_2025_host() {
+    let rt = runtime();
+    let server = server(&rt, ServerMode::Stateless);
+    let mut host = Host::start(&[&server.url()]);
+    host.initialize("2025-11-25");
+    host.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "ask", "arguments": {"rounds": 2}}}));
+    // Each round's elicitation reaches the host as a request of the bridge's own; the host's
+    // answer goes back in the retry.
+    for (round, name) in [(1, "Ada"), (2, "Grace")] {
+        let request = host.recv();
+        assert_eq!(request["method"], "elicitation/create", "{request}");
+        let message = request["params"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("round {round} of 2")),
+            "{message}"
+        );
+        host.send(&json!({"jsonrpc": "2.0", "id": request["id"],
+                          "result": {"action": "accept", "content": {"name": name}}}));
+    }
+    let response = host.response(&json!(1));
+    assert!(
+        response["result"].to_string().contains("Grace"),
+        "{response}"
+    );
+}
