@@ -158,7 +158,10 @@ fn a_2026_07_28_host_uses_a_2025_server() {
     let mut params = big(1, 100_000, 3)["params"].clone();
     params["_meta"] = meta;
     let response = host.request(json!(1), "tools/call", params);
-    assert_eq!(response["result"], expected_big(100_000, 3));
+    // As a 2026-07-28 result must be: `resultType` first, then the server's members as sent.
+    let mut expected = expected_big(100_000, 3);
+    expected["resultType"] = json!("complete");
+    assert_eq!(response["result"], expected);
     assert_eq!(
         server.stats().sessions_opened,
         1,

@@ -10,13 +10,14 @@
 
 mod errors;
 mod host;
+mod subscriptions;
 mod upstream;
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -114,6 +115,10 @@ pub(crate) struct Bridge {
     /// The bridge's requests to the host (server requests relayed): id to the waiting answer.
     asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>,
     next_ask: AtomicU64,
+    /// The host's `subscriptions/listen` subscriptions (a 2026-07-28 host).
+    subscriptions: subscriptions::Subscriptions,
+    /// The host speaks 2026-07-28 (it sent `server/discover`, or a request stamped with a version).
+    host_2026: AtomicBool,
 }
 
 /// The members of a host's message the bridge reads.
@@ -170,7 +175,10 @@ impl Bridge {
     /// The server's response `message` to the host's request `id`: its `result` or `error` as
     /// the server wrote it, under the host's id. The only copy is the one that makes a response
     /// received in pieces contiguous.
-    fn relay_response(&self, id: &RawValue, method: &str, message: &Message) {
+    ///
+    /// A host on 2026-07-28 must see `resultType` in every result; a 2025-era server never writes
+    /// it, so `complete_type` adds `"resultType":"complete"` in front of the result's members.
+    fn relay_response(&self, id: &RawValue, method: &str, message: &Message, complete_type: bool) {
         let bytes = message.to_bytes();
         let parsed: Result<ServerResponse<'_>, _> = serde_json::from_slice(&bytes);
         let (member, raw) = match parsed {
@@ -187,8 +195,16 @@ impl Bridge {
             }
         };
         let start = raw.get().as_ptr() as usize - bytes.as_ptr() as usize;
-        let body = bytes.slice(start..start + raw.get().len());
-        let head = format!(r#"{{"jsonrpc":"2.0","id":{},"{member}":"#, id.get());
+        let mut body = bytes.slice(start..start + raw.get().len());
+        let mut head = format!(r#"{{"jsonrpc":"2.0","id":{},"{member}":"#, id.get());
+        if complete_type && member == "result" && body.first() == Some(&b'{') {
+            let empty = body[1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
+            head.push_str(r#"{"resultType":"complete""#);
+            if !empty {
+                head.push(',');
+            }
+            body = body.slice(1..);
+        }
         self.verbose(|| format!("{method}: {member}, {} bytes", body.len()));
         self.out
             .send(vec![Bytes::from(head), body, Bytes::from_static(b"}")]);
@@ -231,6 +247,23 @@ impl Bridge {
 
     fn on_request(self: &Arc<Self>, method: String, id: Box<RawValue>, params: Option<Value>) {
         let key = key_of(&id);
+        if method == "server/discover"
+            || params
+                .as_ref()
+                .is_some_and(|p| p["_meta"].get(upstream::META_VERSION).is_some())
+        {
+            self.host_2026.store(true, Ordering::Relaxed);
+        }
+        if method == "subscriptions/listen" {
+            // Answered here: acknowledged now, open until the host cancels it.
+            let id_value: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+            let requested = params
+                .as_ref()
+                .map_or(Value::Null, |p| p["notifications"].clone());
+            let ack = self.subscriptions.open(key, id_value, &requested);
+            self.out.value(&ack);
+            return;
+        }
         let mut inflight = self.inflight.lock().expect("inflight lock");
         if inflight.contains_key(&key) {
             drop(inflight);
@@ -251,9 +284,18 @@ impl Bridge {
             {
                 return;
             }
+            let host_2026 = me.host_2026.load(Ordering::Relaxed);
             match answer {
-                Ok(Answer::Local(result)) => me.result(&id, &result),
-                Ok(Answer::Server(message)) => me.relay_response(&id, &method, &message),
+                Ok(Answer::Local(mut result)) => {
+                    if host_2026 && let Some(obj) = result.as_object_mut() {
+                        obj.entry("resultType").or_insert_with(|| json!("complete"));
+                    }
+                    me.result(&id, &result)
+                }
+                Ok(Answer::Server(message)) => {
+                    let complete_type = host_2026 && !me.upstream.is_stateless().await;
+                    me.relay_response(&id, &method, &message, complete_type)
+                }
                 Err(e) => {
                     me.verbose(|| format!("{method}: error {}: {}", e.code, e.data["reason"]));
                     me.error(Some(&id), &e)
@@ -337,6 +379,10 @@ impl Bridge {
                     .and_then(|p| p.get("requestId"))
                     .map(Value::to_string)
                     .unwrap_or_default();
+                if self.subscriptions.close(&id) {
+                    self.verbose(|| format!("subscription {id} closed by the host"));
+                    return;
+                }
                 let cancelled = self.inflight.lock().expect("inflight lock").remove(&id);
                 match cancelled {
                     // Dropping the call tells the server (`notifications/cancelled`, a task's
@@ -445,6 +491,8 @@ async fn serve(args: BridgeArgs) -> i32 {
         inflight: Mutex::new(HashMap::new()),
         asked: Mutex::new(HashMap::new()),
         next_ask: AtomicU64::new(1),
+        subscriptions: subscriptions::Subscriptions::default(),
+        host_2026: AtomicBool::new(false),
         args,
     });
     bridge.upstream.attach(Arc::downgrade(&bridge));

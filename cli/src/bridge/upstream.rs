@@ -14,12 +14,16 @@ use ssegate::client::{
 use ssegate::message::{Message, RpcKind};
 
 use super::errors::Error;
+use super::subscriptions::{Route, tagged};
 use super::{Bridge, BridgeArgs, note};
 use crate::client_args::client_config;
 
+/// The `_meta` key of a 2026-07-28 request's protocol version.
+pub(super) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// The `_meta` keys a 2026-07-28 host stamps on each request; the bridge's client stamps its own.
 const HOST_META: &[&str] = &[
-    "io.modelcontextprotocol/protocolVersion",
+    META_VERSION,
     "io.modelcontextprotocol/clientCapabilities",
     "io.modelcontextprotocol/clientInfo",
 ];
@@ -133,6 +137,15 @@ impl Upstream {
         tokio::spawn(listen(client.clone(), self.verbose));
         *slot = Some(client.clone());
         Ok(client)
+    }
+
+    /// Whether the server is spoken to on 2026-07-28 (no: not connected yet, or a 2025 session).
+    pub(super) async fn is_stateless(&self) -> bool {
+        self.client
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(Client::is_stateless)
     }
 
     /// One guarded call.
@@ -297,7 +310,29 @@ impl Handler for Relay {
         };
         let peek = message.jsonrpc_peek();
         match peek.kind {
-            RpcKind::Notification => bridge.out.send(message.data().segments().to_vec()),
+            RpcKind::Notification => {
+                #[derive(serde::Deserialize)]
+                struct Head {
+                    method: String,
+                }
+                let method = message
+                    .deserialize::<Head>()
+                    .map(|h| h.method)
+                    .unwrap_or_default();
+                let host_2026 = bridge.host_2026.load(Ordering::Relaxed);
+                match bridge.subscriptions.route(&method, host_2026) {
+                    Route::AsIs => bridge.out.send(message.data().segments().to_vec()),
+                    Route::Drop => {}
+                    Route::Tagged(ids) => {
+                        let Ok(value) = message.deserialize::<Value>() else {
+                            return;
+                        };
+                        for id in ids {
+                            bridge.out.value(&tagged(value.clone(), id));
+                        }
+                    }
+                }
+            }
             RpcKind::Response => note(&format!(
                 "a response for {}, which the host never asked: dropped",
                 peek.id.map(|id| id.to_string()).unwrap_or_default()
