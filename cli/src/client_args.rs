@@ -49,7 +49,6 @@ pub(crate) fn seconds(text: &str) -> Result<f64, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum RetryArg {
     Never,
-    /// Also spelt `safe`.
     #[value(alias = "safe")]
     IfSafe,
     Always,
