@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,11 +9,11 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ssegate::client::{
-    CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, Outcome, Protocol,
+    CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, Outcome,
 };
 use ssegate::message::{Message, RpcId};
 
-use crate::client_args::{RetryArg, TasksArg, client_config, protocol_parser, seconds};
+use crate::client_args::{Remote, RetryArg, TasksArg, seconds};
 
 /// What `ssegate call --help` says of the exit statuses.
 pub(crate) const EXIT_STATUS: &str = "\
@@ -36,23 +35,13 @@ Every failure is one line on stderr: `ssegate call: <kind>: <reason>`.";
 /// as outcome unknown (exit 3). The result goes to stdout, what happened to stderr.
 #[derive(clap::Args, Debug)]
 pub(crate) struct CallArgs {
-    /// The server's MCP endpoint (`http://` or `https://`).
-    url: String,
+    #[command(flatten)]
+    remote: Remote,
     /// The tool to call.
     tool: String,
     /// The tool's arguments, a JSON object.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     args: String,
-    /// A header sent with every request, `Name: value` (repeatable).
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    headers: Vec<String>,
-    /// A PEM file of certificates to trust besides the platform's roots.
-    #[arg(long, value_name = "PEM")]
-    cacert: Option<PathBuf>,
-    /// The protocol: `auto` speaks 2026-07-28 when the server does (`server/discover`), else
-    /// `initialize` offering 2025-11-25; a version speaks only that one.
-    #[arg(long, value_name = "VERSION", default_value = "auto", value_parser = protocol_parser())]
-    protocol: Protocol,
     /// When a call whose response was lost is issued again: never; if-safe (the tool is annotated
     /// readOnlyHint or idempotentHint); always (the tool may run twice).
     #[arg(long, value_enum, default_value_t = RetryArg::IfSafe)]
@@ -220,15 +209,13 @@ async fn call(
 ) -> Result<Answered, Failure> {
     let deadline = Duration::from_secs_f64(args.timeout);
     let started = Instant::now();
-    let mut config =
-        client_config(&args.headers, args.cacert.as_deref()).map_err(Failure::usage)?;
+    let mut config = args.remote.config().map_err(Failure::usage)?;
     config
-        .protocol(args.protocol.clone())
         .call_timeout(Some(deadline))
         .handler(Arc::new(Reporter {
             verbose: args.verbose,
         }));
-    let client = Client::connect(&args.url, config)
+    let client = Client::connect(&args.remote.url, config)
         .await
         .map_err(|e| Failure::client(&e))?;
     let s = Session::of(&client);

@@ -1,11 +1,37 @@
 //! What the commands that speak to a live server (`probe`, `call`, `bridge`) parse alike.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use ssegate::client::{
     ClientConfig, INITIALIZE_VERSIONS, Protocol, Retry, STATELESS_VERSIONS, TaskMode,
 };
+
+/// The server a command speaks to, and how: the URL, `--header`, `--cacert`, `--protocol`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Remote {
+    /// The server's MCP endpoint (`http://` or `https://`).
+    pub(crate) url: String,
+    /// A header sent with every request, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub(crate) headers: Vec<String>,
+    /// A PEM file of certificates to trust besides the platform's roots.
+    #[arg(long, value_name = "PEM")]
+    pub(crate) cacert: Option<PathBuf>,
+    /// The protocol spoken to the server: `auto` speaks 2026-07-28 when the server does
+    /// (`server/discover`), else `initialize` offering 2025-11-25; a version speaks only that one.
+    #[arg(long, value_name = "VERSION", default_value = "auto", value_parser = protocol_parser())]
+    pub(crate) protocol: Protocol,
+}
+
+impl Remote {
+    /// The client configuration these flags ask for; the error names the flag.
+    pub(crate) fn config(&self) -> Result<ClientConfig, String> {
+        let mut config = client_config(&self.headers, self.cacert.as_deref())?;
+        config.protocol(self.protocol.clone());
+        Ok(config)
+    }
+}
 
 /// A client configuration with the `--header` values (`Name: value`, repeatable) and the `--cacert`
 /// PEM file (certificates trusted besides the platform's roots); the error names the flag.

@@ -321,23 +321,25 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// A tasks server whose task works `work` before its result.
-fn slow_tasks(rt: &tokio::runtime::Runtime, work: Duration) -> RunningServer {
-    rt.block_on(async {
+/// A bridge whose host has a call in flight as a task that works for 30 s before its result.
+fn task_in_flight(rt: &tokio::runtime::Runtime) -> (RunningServer, Host) {
+    let server = rt.block_on(async {
         let mut sc = ServerConfig::default();
-        sc.mode(ServerMode::Tasks).task_work(work);
+        sc.mode(ServerMode::Tasks)
+            .task_work(Duration::from_secs(30));
         sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
-    })
+    });
+    let mut host = Host::start(&[&server.url()]);
+    host.initialize("2025-11-25");
+    host.send(&big(1, 1000, 1));
+    eventually("the task is created", || server.stats().tasks_created == 1);
+    (server, host)
 }
 
 #[test]
 fn the_hosts_cancel_cancels_the_task_and_gets_no_answer() {
     let rt = runtime();
-    let server = slow_tasks(&rt, Duration::from_secs(30));
-    let mut host = Host::start(&[&server.url()]);
-    host.initialize("2025-11-25");
-    host.send(&big(1, 1000, 1));
-    eventually("the task is created", || server.stats().tasks_created == 1);
+    let (server, mut host) = task_in_flight(&rt);
     host.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                       "params": {"requestId": 1, "reason": "the user gave up"}}),
@@ -352,11 +354,7 @@ fn the_hosts_cancel_cancels_the_task_and_gets_no_answer() {
 #[test]
 fn end_of_input_cancels_calls_in_flight() {
     let rt = runtime();
-    let server = slow_tasks(&rt, Duration::from_secs(30));
-    let mut host = Host::start(&[&server.url()]);
-    host.initialize("2025-11-25");
-    host.send(&big(1, 1000, 1));
-    eventually("the task is created", || server.stats().tasks_created == 1);
+    let (server, mut host) = task_in_flight(&rt);
     host.close_stdin();
     let (code, took) = host.wait(Duration::from_secs(5));
     assert_eq!(code, Some(0));

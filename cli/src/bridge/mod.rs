@@ -15,7 +15,6 @@ mod upstream;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,12 +24,12 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use ssegate::client::{Protocol, RpcError, STATELESS_VERSIONS};
+use ssegate::client::{Client, RpcError, STATELESS_VERSIONS};
 use ssegate::message::Message;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use crate::client_args::{RetryArg, TasksArg, protocol_parser, seconds};
+use crate::client_args::{Remote, RetryArg, TasksArg, seconds};
 use errors::{Error, SERVER_PROTOCOL};
 use host::{Incoming, Out};
 use upstream::Upstream;
@@ -58,18 +57,9 @@ ended with DELETE); 1 when stdout is closed; 2 for a bad flag or value.";
 /// outcome-unknown error. Logs go to stderr.
 #[derive(clap::Args, Debug)]
 pub(crate) struct BridgeArgs {
-    /// The server's MCP endpoint (`http://` or `https://`).
-    url: String,
-    /// A header sent with every request, `Name: value` (repeatable).
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    headers: Vec<String>,
-    /// A PEM file of certificates to trust besides the platform's roots.
-    #[arg(long, value_name = "PEM")]
-    cacert: Option<PathBuf>,
-    /// The protocol spoken to the server: `auto` speaks 2026-07-28 when the server does, else
-    /// `initialize` offering 2025-11-25; a version speaks only that one. The host speaks its own.
-    #[arg(long, value_name = "VERSION", default_value = "auto", value_parser = protocol_parser())]
-    protocol: Protocol,
+    /// The server and how to speak to it (the host speaks its own version to the bridge).
+    #[command(flatten)]
+    remote: Remote,
     /// The deadline of each request (resumes and re-issues included), in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0, value_parser = seconds)]
     timeout: f64,
@@ -329,18 +319,7 @@ impl Bridge {
         } else {
             HOST_INITIALIZE_VERSIONS[0]
         };
-        let declared = client
-            .initialize_result()
-            .or_else(|| client.discover_result())
-            .unwrap_or_default();
-        let mut result = json!({
-            "protocolVersion": version,
-            "capabilities": client.server_capabilities().as_deref().cloned().unwrap_or(json!({})),
-            "serverInfo": upstream::server_info(&declared),
-        });
-        if let Some(instructions) = declared.get("instructions") {
-            result["instructions"] = instructions.clone();
-        }
+        let result = declaration(&client, "protocolVersion", json!(version), false);
         self.verbose(|| {
             format!(
                 "host initialize at {version}; server speaks {}",
@@ -354,19 +333,12 @@ impl Bridge {
     /// bridge speaks to a host.
     async fn discover(&self) -> Result<Value, Error> {
         let client = self.upstream.client().await?;
-        let declared = client
-            .discover_result()
-            .or_else(|| client.initialize_result())
-            .unwrap_or_default();
-        let mut result = json!({
-            "supportedVersions": STATELESS_VERSIONS,
-            "capabilities": client.server_capabilities().as_deref().cloned().unwrap_or(json!({})),
-            "serverInfo": upstream::server_info(&declared),
-        });
-        if let Some(instructions) = declared.get("instructions") {
-            result["instructions"] = instructions.clone();
-        }
-        Ok(result)
+        Ok(declaration(
+            &client,
+            "supportedVersions",
+            json!(STATELESS_VERSIONS),
+            true,
+        ))
     }
 
     fn on_notification(self: &Arc<Self>, method: &str, params: Option<Value>) {
@@ -444,6 +416,27 @@ impl Bridge {
         }
         self.upstream.close(Duration::from_millis(600)).await;
     }
+}
+
+/// What the server declared (`capabilities`, `serverInfo`, `instructions`), as the answer to a
+/// host's `initialize` (`discover_first`: `server/discover`), beside `key: version`.
+fn declaration(client: &Client, key: &str, version: Value, discover_first: bool) -> Value {
+    let (first, second) = (client.initialize_result(), client.discover_result());
+    let declared = if discover_first {
+        second.or(first)
+    } else {
+        first.or(second)
+    }
+    .unwrap_or_default();
+    let mut result = json!({
+        key: version,
+        "capabilities": client.server_capabilities().as_deref().cloned().unwrap_or(json!({})),
+        "serverInfo": upstream::server_info(&declared),
+    });
+    if let Some(instructions) = declared.get("instructions") {
+        result["instructions"] = instructions.clone();
+    }
+    result
 }
 
 /// A JSON-RPC id as a map key: its JSON text, written compactly (as `Value::to_string` does).

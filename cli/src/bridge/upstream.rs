@@ -16,7 +16,6 @@ use ssegate::message::{Message, RpcKind};
 use super::errors::Error;
 use super::subscriptions::{Route, tagged};
 use super::{Bridge, BridgeArgs, note};
-use crate::client_args::client_config;
 
 /// The `_meta` key of a 2026-07-28 request's protocol version.
 pub(super) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -53,13 +52,13 @@ impl Upstream {
     /// The settings of `args`; the error names the flag.
     pub(super) fn new(args: &BridgeArgs) -> Result<Upstream, String> {
         let timeout = Duration::from_secs_f64(args.timeout);
-        let mut config = client_config(&args.headers, args.cacert.as_deref())?;
+        let mut config = args.remote.config()?;
         config
-            .protocol(args.protocol.clone())
             .call_timeout(Some(timeout))
             .client_name("ssegate-bridge");
-        if !args.url.starts_with("http://") && !args.url.starts_with("https://") {
-            return Err(format!("URL {:?}: not http(s)", args.url));
+        let url = &args.remote.url;
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err(format!("URL {url:?}: not http(s)"));
         }
         let mut options = CallOptions::default();
         options
@@ -67,7 +66,7 @@ impl Upstream {
             .tasks(args.tasks.into())
             .timeout(timeout);
         Ok(Upstream {
-            url: args.url.clone(),
+            url: url.clone(),
             config,
             options,
             timeout,
