@@ -239,7 +239,9 @@ impl Bridge {
         }
         let me = self.clone();
         let task = tokio::spawn(async move {
-            let params = params.unwrap_or(Value::Null);
+            // No `params` (or `null`) goes on as `{}`: JSON-RPC has no `"params": null`, and the
+            // TypeScript SDK's server refuses it (400, -32700).
+            let params = params.unwrap_or_else(|| json!({}));
             let answer = me.answer(&method, params).await;
             // Gone from the map: the host cancelled the request; it gets no answer.
             if me
@@ -316,10 +318,13 @@ impl Bridge {
             .discover_result()
             .or_else(|| client.initialize_result())
             .unwrap_or_default();
+        let info = upstream::server_info(&declared);
         let mut result = json!({
             "supportedVersions": STATELESS_VERSIONS,
             "capabilities": client.server_capabilities().as_deref().cloned().unwrap_or(json!({})),
-            "serverInfo": upstream::server_info(&declared),
+            "serverInfo": info,
+            // Where the SDKs read it on 2026-07-28.
+            "_meta": {upstream::SERVER_INFO_META: info},
         });
         if let Some(instructions) = declared.get("instructions") {
             result["instructions"] = instructions.clone();
