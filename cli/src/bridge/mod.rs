@@ -166,9 +166,10 @@ impl Bridge {
     /// the server wrote it, under the host's id. The only copy is the one that makes a response
     /// received in pieces contiguous.
     ///
-    /// A host on 2026-07-28 must see `resultType` in every result; a 2025-era server never writes
-    /// it, so `complete_type` adds `"resultType":"complete"` in front of the result's members.
-    fn relay_response(&self, id: &RawValue, method: &str, message: &Message, complete_type: bool) {
+    /// A host on 2026-07-28 must see the members that revision requires of a result, which a
+    /// 2025-era server never writes: `for_2026` adds them ([`members_2026`]) in front of the
+    /// result's own.
+    fn relay_response(&self, id: &RawValue, method: &str, message: &Message, for_2026: bool) {
         let bytes = message.to_bytes();
         let parsed: Result<ServerResponse<'_>, _> = serde_json::from_slice(&bytes);
         let (member, raw) = match parsed {
@@ -187,9 +188,12 @@ impl Bridge {
         let start = raw.get().as_ptr() as usize - bytes.as_ptr() as usize;
         let mut body = bytes.slice(start..start + raw.get().len());
         let mut head = format!(r#"{{"jsonrpc":"2.0","id":{},"{member}":"#, id.get());
-        if complete_type && member == "result" && body.first() == Some(&b'{') {
+        if for_2026 && member == "result" && body.first() == Some(&b'{') {
             let empty = body[1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
-            head.push_str(r#"{"resultType":"complete""#);
+            head.push('{');
+            let members = members_2026(method);
+            let members = members.iter().map(|(k, v)| format!("\"{k}\":{v}"));
+            head.push_str(&members.collect::<Vec<_>>().join(","));
             if !empty {
                 head.push(',');
             }
@@ -262,7 +266,9 @@ impl Bridge {
         }
         let me = self.clone();
         let task = tokio::spawn(async move {
-            let params = params.unwrap_or(Value::Null);
+            // No `params` (or `null`) goes on as `{}`: JSON-RPC has no `"params": null`, and the
+            // TypeScript SDK's server refuses it (400, -32700).
+            let params = params.unwrap_or_else(|| json!({}));
             let answer = me.answer(&method, params).await;
             // Gone from the map: the host cancelled the request; it gets no answer.
             if me
@@ -278,13 +284,15 @@ impl Bridge {
             match answer {
                 Ok(Answer::Local(mut result)) => {
                     if host_2026 && let Some(obj) = result.as_object_mut() {
-                        obj.entry("resultType").or_insert_with(|| json!("complete"));
+                        for (k, v) in members_2026(&method) {
+                            obj.entry(k).or_insert(v);
+                        }
                     }
                     me.result(&id, &result)
                 }
                 Ok(Answer::Server(message)) => {
-                    let complete_type = host_2026 && !me.upstream.is_stateless().await;
-                    me.relay_response(&id, &method, &message, complete_type)
+                    let for_2026 = host_2026 && !me.upstream.is_stateless().await;
+                    me.relay_response(&id, &method, &message, for_2026)
                 }
                 Err(e) => {
                     me.verbose(|| format!("{method}: error {}: {}", e.code, e.data["reason"]));
@@ -418,6 +426,28 @@ impl Bridge {
     }
 }
 
+/// The methods whose 2026-07-28 results carry caching hints (`ttlMs`, `cacheScope`).
+const CACHEABLE: &[&str] = &[
+    "prompts/list",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "server/discover",
+    "tools/list",
+];
+
+/// The members a 2026-07-28 result of `method` must have, as a result the bridge makes (or that a
+/// 2025-era server answered) gets them: `resultType` `complete`, and for a cacheable method the
+/// hints that cache nothing (`ttlMs` 0: immediately stale; `cacheScope` `private`).
+fn members_2026(method: &str) -> Vec<(&'static str, Value)> {
+    let mut members = vec![("resultType", json!("complete"))];
+    if CACHEABLE.contains(&method) {
+        members.push(("ttlMs", json!(0)));
+        members.push(("cacheScope", json!("private")));
+    }
+    members
+}
+
 /// What the server declared (`capabilities`, `serverInfo`, `instructions`), as the answer to a
 /// host's `initialize` (`discover_first`: `server/discover`), beside `key: version`.
 fn declaration(client: &Client, key: &str, version: Value, discover_first: bool) -> Value {
@@ -428,11 +458,16 @@ fn declaration(client: &Client, key: &str, version: Value, discover_first: bool)
         first.or(second)
     }
     .unwrap_or_default();
+    let info = upstream::server_info(&declared);
     let mut result = json!({
         key: version,
         "capabilities": client.server_capabilities().as_deref().cloned().unwrap_or(json!({})),
-        "serverInfo": upstream::server_info(&declared),
+        "serverInfo": info,
     });
+    if discover_first {
+        // Where the SDKs read it on 2026-07-28.
+        result["_meta"] = json!({upstream::SERVER_INFO_META: info});
+    }
     if let Some(instructions) = declared.get("instructions") {
         result["instructions"] = instructions.clone();
     }

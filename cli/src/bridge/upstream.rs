@@ -210,10 +210,17 @@ pub(super) fn strip_host_meta(params: &mut Value) {
     }
 }
 
-/// The server's `serverInfo`, or the bridge's when it gave none.
+/// Where a 2026-07-28 result carries the server's `serverInfo`: `_meta`, under this key (the
+/// discover result has no `serverInfo` member).
+pub(super) const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The server's `serverInfo` (`initialize`), or its `_meta` stamp (2026-07-28 `server/discover`),
+/// or the bridge's when it gave none.
 pub(super) fn server_info(declared: &Value) -> Value {
+    let stamped = &declared["_meta"][SERVER_INFO_META];
     match declared.get("serverInfo") {
         Some(info) if info.is_object() => info.clone(),
+        _ if stamped.is_object() => stamped.clone(),
         _ => json!({"name": "ssegate-bridge", "version": env!("CARGO_PKG_VERSION")}),
     }
 }
@@ -339,5 +346,20 @@ impl Handler for Relay {
             // A server request on a 2026-07-28 stream: servers ask for input in results there.
             _ => note("a server message that is no notification, outside any call: dropped"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_info_is_read_from_initialize_or_the_2026_07_28_meta_stamp() {
+        let info = json!({"name": "s", "version": "1"});
+        assert_eq!(server_info(&json!({"serverInfo": info})), info);
+        let discovered =
+            json!({"supportedVersions": ["2026-07-28"], "_meta": {SERVER_INFO_META: info}});
+        assert_eq!(server_info(&discovered), info);
+        assert_eq!(server_info(&json!({}))["name"], "ssegate-bridge");
     }
 }
