@@ -74,6 +74,11 @@ impl Host {
         }
     }
 
+    /// The bridge's process id (for /proc/PID/status).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the bridge wrote on stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
