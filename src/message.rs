@@ -196,6 +196,46 @@ impl Message {
         self.deserialize_with(&mut Parser::new())
     }
 
+    /// The message with its top-level `id` value replaced by `id` (the new id's JSON text: `7`,
+    /// `"req-7"`; it is not checked), sharing every other byte with this one: the rope is sliced
+    /// around the old id and nothing is copied. For a proxy that answers under the id its own
+    /// client asked with. Only the members before `id` are scanned (their values skipped, not
+    /// parsed); `None` when the message is not an object with an `id` member.
+    ///
+    /// ```
+    /// use ssegate::message::Message;
+    /// use ssegate::sse::Data;
+    ///
+    /// let m = Message::new(Data::from(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#));
+    /// let m = m.with_id(&br#""host-1""#[..]).unwrap();
+    /// assert!(m.data().eq_bytes(br#"{"jsonrpc":"2.0","id":"host-1","result":{}}"#));
+    /// ```
+    #[must_use]
+    pub fn with_id(&self, id: impl Into<Bytes>) -> Option<Message> {
+        let (start, end) = id_span(&self.data)?;
+        let mut data = Data::new();
+        let mut id = Some(id.into());
+        let mut at = 0;
+        for seg in self.data.segments() {
+            let (from, to) = (at, at + seg.len());
+            at = to;
+            if from < start {
+                data.push_segment(seg.slice(..start.min(to) - from));
+            }
+            if to > end {
+                // Every piece before the old id is in; the new id goes before the first after it.
+                if let Some(id) = id.take() {
+                    data.push_segment(id);
+                }
+                data.push_segment(seg.slice(end.max(from) - from..));
+            }
+        }
+        if let Some(id) = id {
+            data.push_segment(id);
+        }
+        Some(Message::new(data))
+    }
+
     /// Reads only the top-level `id`, `method`, `result` and `error` keys, skipping nested values and
     /// string contents, without a parse. Meant for a message the gate judged `Complete`; on anything else
     /// it answers [`RpcKind::Other`] rather than fail.
@@ -312,6 +352,11 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The message offset of the next byte.
+    fn offset(&self) -> usize {
+        usize::try_from(self.base).unwrap_or(usize::MAX) + self.pos
+    }
+
     fn peek(&mut self) -> Option<u8> {
         while self.seg < self.segs.len() {
             if let Some(&b) = self.segs[self.seg].get(self.pos) {
@@ -420,18 +465,55 @@ struct Members {
     id: Option<RpcId>,
 }
 
+/// Reads a key into `key`, unescaped (`"\u0069d"` is `"id"`), the cursor just past its opening
+/// quote; leaves the cursor just past its closing quote.
+fn read_key(c: &mut Cursor<'_>, key: &mut PeekBuf) -> Option<()> {
+    key.clear();
+    c.skip_string(Some(key))?;
+    if key.contains(&b'\\') {
+        let text = unescape(std::str::from_utf8(key).ok()?)?;
+        key.clear();
+        key.extend_from_slice(text.as_bytes());
+    }
+    Some(())
+}
+
+/// Where the top-level `id` value lies in `data` (start, end), reading the members before it.
+fn id_span(data: &Data) -> Option<(usize, usize)> {
+    let mut c = Cursor::new(data);
+    if c.skip_ws()? != b'{' {
+        return None;
+    }
+    c.pos += 1;
+    let mut key = PeekBuf::new();
+    loop {
+        if c.skip_ws()? != b'"' {
+            return None;
+        }
+        c.pos += 1;
+        read_key(&mut c, &mut key)?;
+        if c.skip_ws()? != b':' {
+            return None;
+        }
+        c.pos += 1;
+        c.skip_ws()?;
+        let start = c.offset();
+        c.skip_value(None)?;
+        if key.as_slice() == b"id" {
+            return Some((start, c.offset()));
+        }
+        if c.skip_ws()? != b',' {
+            return None;
+        }
+        c.pos += 1;
+    }
+}
+
 impl Members {
     /// Reads one member, the cursor just past its key's opening quote. With `skip`, leaves the cursor
     /// after the value; without, it may stop anywhere inside it (the caller jumps to the next key).
     fn read(&mut self, c: &mut Cursor<'_>, key: &mut PeekBuf, skip: bool) -> Option<()> {
-        key.clear();
-        c.skip_string(Some(key))?;
-        if key.contains(&b'\\') {
-            // Keys are compared unescaped: `"\u0069d"` is `"id"`.
-            let text = unescape(std::str::from_utf8(key).ok()?)?;
-            key.clear();
-            key.extend_from_slice(text.as_bytes());
-        }
+        read_key(c, key)?;
         self.value(c, key, skip)
     }
 
@@ -628,6 +710,68 @@ mod tests {
             d.push(Bytes::from_static(p.as_bytes()));
         }
         d
+    }
+
+    /// Every way of cutting `text` into a rope of up to three pieces.
+    fn ropes(text: &'static str) -> Vec<Data> {
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        for i in 0..=b.len() {
+            for j in i..=b.len() {
+                let mut d = Data::new();
+                for piece in [&b[..i], &b[i..j], &b[j..]] {
+                    d.push(Bytes::from_static(piece));
+                }
+                out.push(d);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn with_id_replaces_the_top_level_id_only_and_shares_the_rest() {
+        let cases: &[(&str, &str)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"id":9,"t":"\"id\":1"}}"#,
+                r#"{"jsonrpc":"2.0","id":"h","result":{"id":9,"t":"\"id\":1"}}"#,
+            ),
+            // The id after a result whose strings hold braces, quotes and keys named id.
+            (
+                r#"{"result":{"s":"}\"id\":{","id":[1]},"jsonrpc":"2.0","id":"a\"b"}"#,
+                r#"{"result":{"s":"}\"id\":{","id":[1]},"jsonrpc":"2.0","id":"h"}"#,
+            ),
+            // Whitespace kept; an escaped key is still `id`.
+            (
+                r#" { "jsonrpc" : "2.0" , "\u0069d" : 12 , "error" : {} } "#,
+                r#" { "jsonrpc" : "2.0" , "\u0069d" : "h" , "error" : {} } "#,
+            ),
+            (r#"{"id":null}"#, r#"{"id":"h"}"#),
+        ];
+        for (message, expected) in cases {
+            for data in ropes(message) {
+                let m = Message::new(data).with_id(&b"\"h\""[..]).expect("an id");
+                assert!(m.data().eq_bytes(expected.as_bytes()), "{message}: {m:?}");
+            }
+        }
+        for no_id in [
+            r#"{"jsonrpc":"2.0","method":"x","params":{"id":1}}"#,
+            "[1]",
+            "7",
+            "{",
+        ] {
+            for data in ropes(no_id) {
+                assert!(Message::new(data).with_id(&b"1"[..]).is_none(), "{no_id}");
+            }
+        }
+        // Nothing is copied: the pieces around the id are the original chunks' bytes.
+        let original = Bytes::from_static(br#"{"id":7,"result":"long"}"#);
+        let m = Message::new(Data::from(original.clone()))
+            .with_id(&b"8"[..])
+            .unwrap();
+        let segs = m.data().segments();
+        assert_eq!(segs.len(), 3);
+        assert_eq!(segs[0].as_ptr(), original.as_ptr());
+        assert_eq!(segs[2].as_ptr(), original[7..].as_ptr());
     }
 
     #[test]

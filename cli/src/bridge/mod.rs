@@ -163,13 +163,17 @@ impl Bridge {
     }
 
     /// The server's response `message` to the host's request `id`: its `result` or `error` as
-    /// the server wrote it, under the host's id. The only copy is the one that makes a response
-    /// received in pieces contiguous.
+    /// the server wrote it, under the host's id, without a copy.
     ///
     /// A host on 2026-07-28 must see the members that revision requires of a result, which a
     /// 2025-era server never writes: `for_2026` adds them ([`members_2026`]) in front of the
-    /// result's own.
+    /// result's own; that takes one parse and, for a response received in pieces, one copy.
     fn relay_response(&self, id: &RawValue, method: &str, message: &Message, for_2026: bool) {
+        // The server's bytes as they arrived, the id swapped: nothing parsed, nothing copied.
+        if !for_2026 && let Some(m) = message.with_id(Bytes::copy_from_slice(id.get().as_bytes())) {
+            self.verbose(|| format!("{method}: answered, {} bytes", m.len()));
+            return self.out.send(m.data().segments().to_vec());
+        }
         let bytes = message.to_bytes();
         let parsed: Result<ServerResponse<'_>, _> = serde_json::from_slice(&bytes);
         let (member, raw) = match parsed {
