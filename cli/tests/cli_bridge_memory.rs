@@ -96,6 +96,18 @@ fn peak_rss_stays_within_three_times_the_largest_message_plus_32_mib() {
         "VmHWM {peak} bytes ({:.1} MiB) > 3 x 16 MiB + 32 MiB",
         mib(peak)
     );
+    // While the largest message was 4 MiB, the bound was 44 MiB. A debug binary's own pages add
+    // about 12 MiB to its idle 20 MiB, so this one is for the binary users run (CI runs this test
+    // on the bench profile's build too).
+    if cfg!(debug_assertions) {
+        eprintln!("the 4 MiB bound is checked on an optimized build only (--profile bench)");
+    } else {
+        assert!(
+            after_4mib <= bound(4 * MIB),
+            "VmHWM {:.1} MiB after 4 MiB messages > 3 x 4 MiB + 32 MiB",
+            mib(after_4mib)
+        );
+    }
 
     host.close_stdin();
     let (code, _) = host.wait(std::time::Duration::from_secs(5));

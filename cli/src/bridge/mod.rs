@@ -491,7 +491,33 @@ enum Answer {
     Server(Message),
 }
 
+/// The allocator setting the bridge runs with unless the environment sets it: freed memory goes
+/// back to the system at once. A bridge lives as long as its host and passes messages of many
+/// megabytes; with the allocator's default delay, what it freed after each stays resident.
+const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
+
+/// Runs the bridge again in this process with [`PURGE_DELAY`] set to 0 (the allocator reads its
+/// settings before `main`), unless it is set already; if that fails, goes on as it is.
+fn purge_at_once() {
+    use std::os::unix::process::CommandExt;
+
+    if std::env::var_os(PURGE_DELAY).is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut args = std::env::args_os();
+    let mut command = std::process::Command::new(exe);
+    if let Some(arg0) = args.next() {
+        command.arg0(arg0);
+    }
+    let error = command.args(args).env(PURGE_DELAY, "0").exec();
+    note(&format!("running on without {PURGE_DELAY}=0: {error}"));
+}
+
 pub(crate) fn run(args: BridgeArgs) -> ExitCode {
+    purge_at_once();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
