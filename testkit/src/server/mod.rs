@@ -754,6 +754,56 @@ pub struct ServerStats {
     pub tasks_cancelled: u64,
 }
 
+impl ServerStats {
+    /// Every counter as a JSON object keyed by its field name (`{"connections": 2, "requests": 5,
+    /// ..., "calls": 1, ...}`), as `ssegate-testkit serve` answers `stats`.
+    pub fn to_json(&self) -> Value {
+        // Destructured whole, so a new counter cannot be left out.
+        let ServerStats {
+            connections,
+            requests,
+            sessions_opened,
+            sessions_deleted,
+            sessions_expired,
+            sessions_evicted,
+            streams,
+            resumes,
+            replays,
+            misses,
+            restarts,
+            empty_replies,
+            invalid_params,
+            sessions_adopted,
+            store_unavailable,
+            calls,
+            tasks_created,
+            task_reads,
+            tasks_cancelled,
+        } = *self;
+        json!({
+            "connections": connections,
+            "requests": requests,
+            "sessions_opened": sessions_opened,
+            "sessions_deleted": sessions_deleted,
+            "sessions_expired": sessions_expired,
+            "sessions_evicted": sessions_evicted,
+            "streams": streams,
+            "resumes": resumes,
+            "replays": replays,
+            "misses": misses,
+            "restarts": restarts,
+            "empty_replies": empty_replies,
+            "invalid_params": invalid_params,
+            "sessions_adopted": sessions_adopted,
+            "store_unavailable": store_unavailable,
+            "calls": calls,
+            "tasks_created": tasks_created,
+            "task_reads": task_reads,
+            "tasks_cancelled": tasks_cancelled,
+        })
+    }
+}
+
 #[derive(Debug, Default)]
 struct Stats {
     connections: AtomicU64,
@@ -1836,6 +1886,25 @@ mod tests {
                 calls: VecDeque::new(),
             }),
         }
+    }
+
+    #[test]
+    fn stats_to_json_names_every_counter() {
+        let stats = ServerStats {
+            calls: 3,
+            misses: 2,
+            ..ServerStats::default()
+        };
+        let v = stats.to_json();
+        let object = v.as_object().expect("an object");
+        assert_eq!(object.len(), 19);
+        assert_eq!(v["calls"], 3);
+        assert_eq!(v["misses"], 2);
+        assert!(
+            object
+                .iter()
+                .all(|(k, n)| n.is_u64() && (n == 0 || k == "calls" || k == "misses"))
+        );
     }
 
     /// The response of a big call is built and encoded while another thread holds the global session
