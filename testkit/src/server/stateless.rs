@@ -1,7 +1,7 @@
 //! [`ServerMode::Stateless`](super::ServerMode::Stateless): MCP 2026-07-28 as the specification
 //! describes it. No sessions; `server/discover` instead of `initialize`; every request names its
 //! version in `_meta` (and, when sent, the `MCP-Protocol-Version` and `Mcp-Method` headers must
-//! agree with the body); results say `"resultType":"complete"`; a `tools/call` is answered with an
+//! agree with the body); results say `"resultType":"complete"` (`server/discover` and `tools/list` also `"ttlMs":0` and `"cacheScope":"private"`); a `tools/call` is answered with an
 //! SSE stream of events without ids (progress notifications, then the result), which nothing can
 //! resume.
 //!
@@ -101,13 +101,19 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
             &json!({"jsonrpc": "2.0", "id": id, "result": result}),
         )
     };
+    // 2026-07-28's cacheable results carry caching hints: this server's say "cache nothing".
+    let cacheable = |mut result: Value| {
+        result["ttlMs"] = 0.into();
+        result["cacheScope"] = "private".into();
+        complete(result)
+    };
     match method {
         "server/discover" => {
             let mut capabilities = json!({"tools": {"listChanged": false}});
             if shared.config.tasks.is_on() {
                 capabilities["extensions"] = json!({TASKS_EXTENSION: {}});
             }
-            complete(json!({
+            cacheable(json!({
                 "supportedVersions": [VERSION_2026_07_28],
                 "capabilities": capabilities,
                 "serverInfo": {"name": "ssegate-loopback", "version": env!("CARGO_PKG_VERSION")},
@@ -120,7 +126,7 @@ pub(super) async fn post(shared: &Shared, req: Request<Incoming>) -> Response<Bo
                 .as_array_mut()
                 .expect("a list")
                 .push(ask_tool());
-            complete(list)
+            cacheable(list)
         }
         "tools/call" if msg["params"]["name"] == "ask" => {
             let task = tasks::extension_call(shared, &msg, &id, || {
