@@ -8,6 +8,11 @@ counts the tool's runs, so a torn, glued or re-run result cannot pass.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import anyio
 import pytest
 from mcp import Client
@@ -128,3 +133,23 @@ async def test_the_sdks_own_transport_does_not_deliver_the_4_mib_result(sdk_serv
         with anyio.fail_after(60), pytest.raises(MCPError) as raised:
             await client.call_tool("big_result", {"size": 4 * MIB})
     assert "SSE" in raised.value.message or "1048576" in raised.value.message, raised.value
+
+
+def test_peak_memory_of_a_16_mib_result_is_bounded_and_below_the_sdks_own(testkit) -> None:
+    """docs/PYTHON.md's bound, in child processes (`_peak.py`, peak resident memory): a 16 MiB
+    result through `GuardedTransport` peaks within 12 × its size above the process's baseline, and
+    below what the SDK's own transport (its event cap off) peaks at for the same result: the
+    engine holds a message once while it arrives, one copy goes to pydantic, the rest is the SDK's."""
+    size = 16 * MIB
+    kit = testkit(mode="buffered", max_result_size=4 * size, result_size=2 * size)
+    peaks = {}
+    for transport in ("guarded", "sdk"):
+        out = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("_peak.py")), kit.url, str(size), "2", transport],
+            capture_output=True, text=True, timeout=120, check=True,
+        )
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+        assert report["text"] > size * 9 // 10, report
+        peaks[transport] = (report["peak_kib"] - report["before_kib"]) * 1024
+    assert peaks["guarded"] <= 12 * size, f"{peaks['guarded'] / MIB:.0f} MiB over the baseline"
+    assert peaks["guarded"] < peaks["sdk"], {k: f"{v / MIB:.0f} MiB" for k, v in peaks.items()}
