@@ -153,3 +153,36 @@ def test_peak_memory_of_a_16_mib_result_is_bounded_and_below_the_sdks_own(testki
         peaks[transport] = (report["peak_kib"] - report["before_kib"]) * 1024
     assert peaks["guarded"] <= 12 * size, f"{peaks['guarded'] / MIB:.0f} MiB over the baseline"
     assert peaks["guarded"] < peaks["sdk"], {k: f"{v / MIB:.0f} MiB" for k, v in peaks.items()}
+
+
+async def test_client_session_over_the_transports_streams(testkit) -> None:
+    """The lower-level API: `ClientSession` over the streams the transport yields, `initialize()`
+    by hand, a 2 MiB result whole."""
+    from mcp import ClientSession
+
+    kit = testkit(mode="buffered")
+    async with GuardedTransport(kit.url) as (read_stream, write_stream):
+        async with ClientSession(read_stream, write_stream) as session:
+            await session.initialize()
+            result = await session.call_tool("big_result", {"size": 2 * MIB, "seed": 4})
+    assert text_of(result) == kit.expected_text(2 * MIB, 4)
+    assert kit.stats()["calls"] == 1
+
+
+async def test_progress_notifications_reach_the_callback_before_the_result(testkit) -> None:
+    """Messages on a response stream other than the response (progress) are delivered too, in
+    order, across a cut resumed in place."""
+    kit = testkit(mode="buffered", proxy=True, progress=5)
+    kit.cut(200_000)
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with Client(GuardedTransport(kit.url)) as client:
+        result = await client.call_tool(
+            "big_result", {"size": 1 * MIB, "seed": 2}, progress_callback=on_progress
+        )
+    assert text_of(result) == kit.expected_text(1 * MIB, 2)
+    assert kit.cuts() == 1
+    assert len(seen) == 5 and seen == sorted(seen), seen
