@@ -338,6 +338,8 @@ def _is_event_stream(response: httpx2.Response) -> bool:
 
 _DONE = object()
 _ENDED = object()
+
+
 class _Drive:
     """Drives one `ResumableStream` over a response and the resumes it asks for."""
 

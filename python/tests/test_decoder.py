@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 import random
-import threading
+import time
 import tracemalloc
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 import ssegate
 from ssegate import DecodeError, Decoder, Event
 
+from _gil import max_gap_while
 from _vectors import lossy, sse_cases
 
 CASES = sse_cases()
@@ -311,9 +312,6 @@ def test_no_panic_for_any_input() -> None:
 
 
 def test_releases_the_gil_on_big_chunks() -> None:
-    import sys
-    import time
-
     chunk = b"data: " + b"x" * (128 << 20) + b"\n\n"
     limits = {"max_line": 1 << 30, "max_event": 1 << 30, "max_block": 1 << 30}
     t0 = time.perf_counter()
@@ -321,25 +319,5 @@ def test_releases_the_gil_on_big_chunks() -> None:
     one = time.perf_counter() - t0
     assert len(ev) == 128 << 20
 
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            for _ in range(3):
-                Decoder(**limits).feed(chunk)
-        finally:
-            done.set()
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        t = threading.Thread(target=work)
-        t.start()
-        last, gap = time.perf_counter(), 0.0
-        while not done.is_set():
-            now = time.perf_counter()
-            gap, last = max(gap, now - last), now
-        t.join()
-    finally:
-        sys.setswitchinterval(old)
+    gap, _ = max_gap_while(lambda: [Decoder(**limits).feed(chunk) for _ in range(3)])
     assert gap < one / 2, (gap, one)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
-import threading
 import time
 
 import pytest
@@ -15,6 +13,7 @@ import pytest
 import ssegate
 from ssegate import Verdict, gate
 
+from _gil import max_gap_while
 from _vectors import json_cases
 
 CASES, AMBIGUOUS = json_cases()
@@ -143,43 +142,12 @@ def test_big_bytearray_is_judged_on_a_copy() -> None:
     assert gate(data) is Verdict.INCOMPLETE
 
 
-def _max_gap_while(work) -> tuple[float, float]:
-    """Runs `work` in a thread; returns (longest gap between two iterations of a pure-Python loop
-    in this thread meanwhile, how long `work` took)."""
-    done = threading.Event()
-    took = []
-
-    def run() -> None:
-        try:
-            t0 = time.perf_counter()
-            work()
-            took.append(time.perf_counter() - t0)
-        finally:
-            done.set()
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        t = threading.Thread(target=run)
-        t.start()
-        last = time.perf_counter()
-        gap = 0.0
-        while not done.is_set():
-            now = time.perf_counter()
-            gap = max(gap, now - last)
-            last = now
-        t.join()
-    finally:
-        sys.setswitchinterval(old)
-    return gap, took[0]
-
-
 def test_releases_the_gil_on_big_inputs() -> None:
     big = b'["' + b"a" * (96 << 20) + b'"]'
     t0 = time.perf_counter()
     assert gate(big) is Verdict.COMPLETE
     one = time.perf_counter() - t0
-    gap, _ = _max_gap_while(lambda: [gate(big) for _ in range(3)])
+    gap, _ = max_gap_while(lambda: [gate(big) for _ in range(3)])
     # Holding the GIL, the loop here would stall for a whole scan (`one`) at least once.
     assert gap < one / 2, (gap, one)
 

@@ -11,8 +11,6 @@ import email.utils
 import json
 import math
 import random
-import sys
-import threading
 import time
 import tracemalloc
 
@@ -20,6 +18,8 @@ import pytest
 
 import ssegate
 from ssegate import ResumableStream
+
+from _gil import max_gap_while
 
 T0 = 1000.0  # any time.monotonic()-like value
 
@@ -566,25 +566,5 @@ def test_releases_the_gil_on_big_chunks() -> None:
     t0 = time.perf_counter()
     one_stream()
     one = time.perf_counter() - t0
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            for _ in range(3):
-                one_stream()
-        finally:
-            done.set()
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        t = threading.Thread(target=work)
-        t.start()
-        last, gap = time.perf_counter(), 0.0
-        while not done.is_set():
-            now = time.perf_counter()
-            gap, last = max(gap, now - last), now
-        t.join()
-    finally:
-        sys.setswitchinterval(old)
+    gap, _ = max_gap_while(lambda: [one_stream() for _ in range(3)])
     assert gap < one / 2, (gap, one)

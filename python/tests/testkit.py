@@ -34,7 +34,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
 BINARY_NAME = "ssegate-testkit" + (".exe" if os.name == "nt" else "")
@@ -210,7 +210,33 @@ def read_checked(path: str | os.PathLike, sha256: str, length: int | None = None
     return data.decode("utf-8")
 
 
-class Kit:
+class _Child:
+    """What a kit and an SDK server share: a child process, stopped on `with` exit."""
+
+    process: subprocess.Popen[bytes]
+
+    def stop(self) -> int:
+        raise NotImplementedError
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+
+_C = TypeVar("_C", bound=_Child)
+
+
+class Kit(_Child):
     """`ssegate-testkit serve --mode MODE [--proxy] [flags]`, running until `stop()`.
 
     `url` is what a client uses (the proxy's with `proxy=True`), `server_url` the server's,
@@ -242,20 +268,6 @@ class Kit:
 
     def __repr__(self) -> str:
         return f"Kit({self.mode!r}, url={getattr(self, 'url', None)!r}, pid={self.pid})"
-
-    def __enter__(self) -> Kit:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def running(self) -> bool:
-        return self.process.poll() is None
 
     def _read(self, timeout: float, what: str) -> dict[str, Any]:
         try:
@@ -392,7 +404,7 @@ def sdk_command(sdk: str, args: tuple[str, ...] | list[str] = ()) -> tuple[list[
     return [*command, "--host", "127.0.0.1", "--port", "0", *args], cwd
 
 
-class SdkServer:
+class SdkServer(_Child):
     """An official SDK's server of `interop/` on a free loopback port, until `stop()`.
 
     `url` is its MCP endpoint (`http://127.0.0.1:PORT/mcp`), `addr` its `host:port`, `label` the
@@ -433,20 +445,6 @@ class SdkServer:
 
     def __repr__(self) -> str:
         return f"SdkServer({self.label!r}, url={getattr(self, 'url', None)!r}, pid={self.pid})"
-
-    def __enter__(self) -> SdkServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def running(self) -> bool:
-        return self.process.poll() is None
 
     def stop(self) -> int:
         """Kills it and waits (as the Rust `Server`'s drop does); idempotent. The exit status."""
