@@ -142,6 +142,7 @@
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod arch;
+pub mod contract;
 pub mod gate;
 // The resumption guard is the engine's lower layer, driven only by `resume`; the types a user of
 // `ResumableStream` names are re-exported there. The `__testing` feature opens it to the oracles

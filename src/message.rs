@@ -275,6 +275,22 @@ pub enum RpcKind {
     Other,
 }
 
+impl RpcKind {
+    /// Every [`RpcKind::as_str`] word.
+    pub const WORDS: [&'static str; 5] = ["request", "notification", "response", "batch", "other"];
+
+    /// A stable word for the shape: `request`, `notification`, `response`, `batch`, `other`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RpcKind::Request => "request",
+            RpcKind::Notification => "notification",
+            RpcKind::Response => "response",
+            RpcKind::Batch => "batch",
+            RpcKind::Other => "other",
+        }
+    }
+}
+
 /// A JSON-RPC id.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RpcId {

@@ -275,7 +275,7 @@ impl Client {
         match retry {
             Retry::Always => true,
             Retry::Never => false,
-            Retry::IfSafe if method != "tools/call" => true,
+            Retry::IfSafe if method != crate::contract::method::TOOLS_CALL => true,
             Retry::IfSafe => {
                 let Some(name) = params["name"].as_str() else {
                     return false;

@@ -15,17 +15,12 @@ use super::{
     Handler, TaskMode,
 };
 use crate::message::RpcId;
-use crate::{guard, resume, sse};
+use crate::{contract, guard, resume, sse};
 
-/// The newest protocol version with `Last-Event-ID` resumption: offered in `initialize` when the
-/// server is not a 2026-07-28 one.
-pub const PROTOCOL_VERSION: &str = "2025-11-25";
-/// MCP 2026-07-28: stateless, per-request `_meta`, no resumption.
-pub const PROTOCOL_2026_07_28: &str = "2026-07-28";
-/// The stateless versions the client speaks (no session, per-request `_meta`), newest first.
-pub const STATELESS_VERSIONS: &[&str] = &[PROTOCOL_2026_07_28];
-/// The versions the client speaks through an `initialize` handshake and a session, newest first.
-pub const INITIALIZE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+// The protocol versions, defined with the rest of the wire contract.
+pub use crate::contract::{
+    INITIALIZE_VERSIONS, PROTOCOL_2026_07_28, PROTOCOL_VERSION, STATELESS_VERSIONS,
+};
 
 /// Default of [`ClientConfig::max_input_rounds`].
 pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 10;
@@ -91,11 +86,8 @@ pub enum Redirects {
     },
 }
 
-/// Default of [`ClientConfig::call_timeout`]: room for a 4 MiB result at 7 KB/s, with resumes.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Default of [`ClientConfig::max_error_body`].
-pub const DEFAULT_MAX_ERROR_BODY: usize = 1024;
+// Defaults of [`ClientConfig::call_timeout`] and [`ClientConfig::max_error_body`].
+pub use crate::contract::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ERROR_BODY};
 
 /// Per-call options for [`Client::call_with`].
 #[derive(Clone, Debug, Default)]
@@ -200,13 +192,13 @@ impl Default for ClientConfig {
             roots: Vec::new(),
             only_custom_roots: false,
             protocol: Protocol::Auto,
-            max_attempts: 3,
+            max_attempts: contract::DEFAULT_MAX_ATTEMPTS,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
             task_poll: (DEFAULT_TASK_POLL_MIN, DEFAULT_TASK_POLL_MAX),
             max_task_read_failures: DEFAULT_MAX_TASK_READ_FAILURES,
-            connect_timeout: Duration::from_secs(10),
+            connect_timeout: contract::DEFAULT_CONNECT_TIMEOUT,
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
-            max_json_body: 64 << 20,
+            max_json_body: contract::DEFAULT_MAX_JSON_BODY,
             max_error_body: DEFAULT_MAX_ERROR_BODY,
             redirects: Redirects::Refuse,
             client_name: "ssegate".to_owned(),

@@ -4,9 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::TaskError;
 #[cfg(doc)]
 use super::{ClientConfig, Handler, Redirects};
+use super::{TaskError, TaskErrorKind};
+use crate::contract::{Code, Kind, Outcome};
 use crate::gate::Verdict;
 use crate::guard::Refusal;
 use crate::message::{Message, RpcId};
@@ -269,6 +270,63 @@ impl std::error::Error for ClientError {
 }
 
 impl ClientError {
+    /// What happened, as the wire contract words it ([`Kind`]): the failure's own kind for a lost
+    /// stream ([`Failure::kind`]).
+    pub fn kind(&self) -> Kind {
+        match self {
+            ClientError::Setup(_) => Kind::Setup,
+            ClientError::Http { source, .. } if source.is_connect() => Kind::Unreachable,
+            ClientError::Http { .. } => Kind::Http,
+            ClientError::Status { .. } => Kind::Status,
+            ClientError::Redirect { .. } | ClientError::TooManyRedirects { .. } => Kind::Redirect,
+            ClientError::InvalidResponse { .. } => Kind::InvalidResponse,
+            ClientError::Protocol(_) => Kind::Protocol,
+            ClientError::Refused { failure, .. } | ClientError::OutcomeUnknown { failure, .. } => {
+                failure.kind()
+            }
+            ClientError::Timeout(_) => Kind::Timeout,
+            ClientError::Task(t) => match t.kind {
+                TaskErrorKind::Failed { .. } => Kind::TaskFailed,
+                TaskErrorKind::Cancelled => Kind::TaskCancelled,
+                TaskErrorKind::Required | TaskErrorKind::Unsupported => Kind::Tasks,
+                TaskErrorKind::NotFound { .. }
+                | TaskErrorKind::ReadsFailed { .. }
+                | TaskErrorKind::ReadError { .. }
+                | TaskErrorKind::InvalidAnswer(_) => Kind::Task,
+            },
+        }
+    }
+
+    /// Whether the server may have acted on the request ([`Outcome`]): not for a connection that
+    /// was never made, a client that was never set up, a redirect or a `4xx` status; a failed
+    /// task's outcome is [`Outcome::Failed`]; anything after the request may have been sent is
+    /// [`Outcome::Unknown`].
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            ClientError::Setup(_)
+            | ClientError::Redirect { .. }
+            | ClientError::TooManyRedirects { .. } => Outcome::NotRun,
+            ClientError::Http { source, .. } if source.is_connect() => Outcome::NotRun,
+            ClientError::Status { status, .. } if *status < 500 => Outcome::NotRun,
+            ClientError::Task(t) => match t.kind {
+                TaskErrorKind::Failed { .. } | TaskErrorKind::Cancelled => Outcome::Failed,
+                TaskErrorKind::Required | TaskErrorKind::Unsupported => Outcome::NotRun,
+                _ => Outcome::Unknown,
+            },
+            _ => Outcome::Unknown,
+        }
+    }
+
+    /// The code of the error answering a `method` request that failed with this error:
+    /// [`Code::OutcomeUnknown`] for [`ClientError::OutcomeUnknown`] (whatever the method: the caller
+    /// said it must not be re-sent), else [`Code::for_answer`].
+    pub fn code(&self, method: &str) -> Code {
+        match self {
+            ClientError::OutcomeUnknown { .. } => Code::OutcomeUnknown,
+            _ => Code::for_answer(method, self.kind(), self.outcome()),
+        }
+    }
+
     /// The guard's refusal behind this error, if any.
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {

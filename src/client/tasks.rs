@@ -32,8 +32,8 @@ use super::{
 use crate::message::{Message, RpcId};
 use crate::sse::Data;
 
-/// The identifier of the 2026-07-28 tasks extension.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+// The identifier of the 2026-07-28 tasks extension, defined with the rest of the wire contract.
+pub use crate::contract::TASKS_EXTENSION;
 
 /// A task handle is small: a larger answer is not parsed as one.
 const MAX_HANDLE_BYTES: usize = 256 << 10;

@@ -24,10 +24,8 @@ use crate::resume::stream::GuardedStream;
 use crate::resume::{Failure, Reconnect, ReconnectResponse, ResumableStream};
 use crate::sse::Data;
 
-/// The session header.
-pub const SESSION_HEADER: &str = "mcp-session-id";
-/// The protocol version header sent after `initialize`.
-pub const PROTOCOL_HEADER: &str = "mcp-protocol-version";
+// The session and protocol version headers, defined with the rest of the wire contract.
+pub use crate::contract::{PROTOCOL_HEADER, SESSION_HEADER};
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// Messages of a call's stream kept for [`ClientError::OutcomeUnknown`] (the rest are counted and

@@ -6,16 +6,15 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-/// The `_meta` key carrying the request's protocol version.
-pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// The `_meta` key carrying the client's capabilities.
-pub(crate) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// The `_meta` key carrying the client's name and version.
-pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) use crate::contract::meta::{
+    CLIENT_CAPABILITIES as META_CAPABILITIES, CLIENT_INFO as META_CLIENT_INFO,
+    PROTOCOL_VERSION as META_VERSION,
+};
 
 /// JSON-RPC error: the server does not speak the requested version (`data.supported` lists
 /// what it does).
-pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 =
+    crate::contract::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION as i64;
 
 /// Adds the 2026-07-28 `_meta` fields to `params` (an object; anything else is replaced by one),
 /// keeping any `_meta` the caller set (a progress token); `info` is the client's `clientInfo`.

@@ -252,6 +252,26 @@ pub enum Skip {
     },
 }
 
+impl Skip {
+    /// Every [`Skip::as_str`] word.
+    pub const WORDS: [&'static str; 4] = [
+        "exact-replay",
+        "duplicate-response",
+        "keep-alive",
+        "error-frame",
+    ];
+
+    /// A stable word for the skip: `exact-replay`, `duplicate-response`, `keep-alive`, `error-frame`.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Skip::ExactReplay { .. } => "exact-replay",
+            Skip::DuplicateResponse { .. } => "duplicate-response",
+            Skip::KeepAlive => "keep-alive",
+            Skip::ErrorFrame { .. } => "error-frame",
+        }
+    }
+}
+
 impl fmt::Display for Skip {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -357,6 +377,22 @@ pub enum Restart {
     OtherStream,
     /// The first message after a resume is one already delivered, under a new id.
     MessageRepeated,
+}
+
+impl Restart {
+    /// Every [`Restart::as_str`] word.
+    pub const WORDS: [&'static str; 4] =
+        ["id-reused", "backwards", "other-stream", "message-repeated"];
+
+    /// A stable word for the evidence: `id-reused`, `backwards`, `other-stream`, `message-repeated`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Restart::IdReused => "id-reused",
+            Restart::Backwards => "backwards",
+            Restart::OtherStream => "other-stream",
+            Restart::MessageRepeated => "message-repeated",
+        }
+    }
 }
 
 impl fmt::Display for Restart {
@@ -474,6 +510,47 @@ pub enum RefusalKind {
         /// The decoder's error.
         error: DecodeError,
     },
+}
+
+impl RefusalKind {
+    /// Every [`RefusalKind::as_str`] word.
+    pub const WORDS: [&'static str; 14] = [
+        "partial-event",
+        "incomplete-message",
+        "trailing-bytes",
+        "invalid-message",
+        "stream-restarted",
+        "duplicate-response",
+        "gap",
+        "session-expired",
+        "replay-unavailable",
+        "busy",
+        "replay-missed",
+        "unresumable",
+        "unexpected-response",
+        "decode-limit",
+    ];
+
+    /// A stable word for the kind, one per variant (the `data.refusal` of an error answer:
+    /// [`contract`](crate::contract)).
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            RefusalKind::PartialEvent { .. } => "partial-event",
+            RefusalKind::IncompleteMessage { .. } => "incomplete-message",
+            RefusalKind::TrailingBytes { .. } => "trailing-bytes",
+            RefusalKind::InvalidMessage { .. } => "invalid-message",
+            RefusalKind::StreamRestarted { .. } => "stream-restarted",
+            RefusalKind::DuplicateResponse { .. } => "duplicate-response",
+            RefusalKind::Gap { .. } => "gap",
+            RefusalKind::SessionExpired => "session-expired",
+            RefusalKind::ReplayUnavailable { .. } => "replay-unavailable",
+            RefusalKind::Busy { .. } => "busy",
+            RefusalKind::ReplayMissed { .. } => "replay-missed",
+            RefusalKind::Unresumable { .. } => "unresumable",
+            RefusalKind::UnexpectedResponse { .. } => "unexpected-response",
+            RefusalKind::DecodeLimit { .. } => "decode-limit",
+        }
+    }
 }
 
 impl Refusal {

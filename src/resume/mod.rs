@@ -136,6 +136,7 @@ use std::time::{Duration, Instant};
 use crate::hash::Xxh3;
 use bytes::Bytes;
 
+use crate::contract;
 use crate::gate::{Gate, Verdict};
 use crate::guard::{self, ConnectionEnd, Decision, Guard};
 use crate::message::RpcId;
@@ -172,13 +173,9 @@ pub struct StreamConfig {
     gate_ahead: usize,
 }
 
-/// Default of [`StreamConfig::idle_timeout`]: as long as the Python SDK's default SSE read timeout, so a
-/// tool that computes for minutes without a byte is not cut by default, while a connection that
-/// went silent for good is resumed.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Default of [`StreamConfig::min_delay`]: the floor under every reconnect delay.
-pub const DEFAULT_MIN_DELAY: Duration = Duration::from_millis(250);
+// Defaults of [`StreamConfig::idle_timeout`] and [`StreamConfig::min_delay`], defined with every
+// other default in the contract.
+pub use crate::contract::{DEFAULT_IDLE_TIMEOUT, DEFAULT_MIN_DELAY};
 
 impl Default for StreamConfig {
     /// The decoder's and the guard's defaults; a 10 s replay timeout; a 1 s reconnect delay until
@@ -190,15 +187,15 @@ impl Default for StreamConfig {
         StreamConfig {
             decoder: sse::DecoderConfig::default(),
             guard: GuardConfig::default(),
-            replay_timeout: Duration::from_secs(10),
-            default_retry: Duration::from_secs(1),
-            max_delay: Duration::from_secs(60),
+            replay_timeout: contract::DEFAULT_REPLAY_TIMEOUT,
+            default_retry: contract::DEFAULT_RETRY,
+            max_delay: contract::DEFAULT_MAX_DELAY,
             min_delay: DEFAULT_MIN_DELAY,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
-            max_resumes: 32,
-            max_stalled_resumes: 4,
-            max_reconnect_attempts: 6,
-            backoff: Duration::from_millis(250),
+            max_resumes: contract::DEFAULT_MAX_RESUMES,
+            max_stalled_resumes: contract::DEFAULT_MAX_STALLED_RESUMES,
+            max_reconnect_attempts: contract::DEFAULT_MAX_RECONNECT_ATTEMPTS,
+            backoff: contract::DEFAULT_BACKOFF,
             keep_open: false,
             jitter_seed: None,
             gate_ahead: AHEAD_MIN,
@@ -464,6 +461,31 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// Every [`Failure::as_str`] word.
+    pub const WORDS: [&'static str; 4] = [
+        "refused",
+        "too-many-resumes",
+        "no-progress",
+        "reconnect-failed",
+    ];
+
+    /// A stable word for the failure: `refused`, `too-many-resumes`, `no-progress`,
+    /// `reconnect-failed` (the [`Kind`](crate::contract::Kind) an error answer reports).
+    pub const fn as_str(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The [`Kind`](crate::contract::Kind) an error answer reports for this failure.
+    pub const fn kind(&self) -> crate::contract::Kind {
+        use crate::contract::Kind;
+        match self {
+            Failure::Refused(_) => Kind::Refused,
+            Failure::TooManyResumes { .. } => Kind::TooManyResumes,
+            Failure::NoProgress { .. } => Kind::NoProgress,
+            Failure::ReconnectFailed { .. } => Kind::ReconnectFailed,
+        }
+    }
+
     /// Whether the caller must open a new session to get the outstanding responses (always, except
     /// for a decoder limit: see [`Refusal::must_renegotiate`]).
     pub fn must_renegotiate(&self) -> bool {

@@ -48,10 +48,10 @@ pub struct DecoderConfig {
 impl Default for DecoderConfig {
     fn default() -> Self {
         DecoderConfig {
-            max_line: 64 << 20,
-            max_event: 64 << 20,
-            max_field: 4 << 10,
-            max_block: 80 << 20,
+            max_line: crate::contract::DEFAULT_MAX_LINE,
+            max_event: crate::contract::DEFAULT_MAX_EVENT,
+            max_field: crate::contract::DEFAULT_MAX_FIELD,
+            max_block: crate::contract::DEFAULT_MAX_BLOCK,
             copy_below: COPY_BELOW,
         }
     }
@@ -197,6 +197,25 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
+    /// Every [`DecodeError::as_str`] word.
+    pub const WORDS: [&'static str; 4] = [
+        "line-too-long",
+        "event-too-large",
+        "field-too-long",
+        "block-too-large",
+    ];
+
+    /// A stable word for the limit: `line-too-long`, `event-too-large`, `field-too-long`,
+    /// `block-too-large`.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            DecodeError::LineTooLong { .. } => "line-too-long",
+            DecodeError::EventTooLarge { .. } => "event-too-large",
+            DecodeError::FieldTooLong { .. } => "field-too-long",
+            DecodeError::BlockTooLarge { .. } => "block-too-large",
+        }
+    }
+
     #[cold]
     fn line_too_long(limit: usize, offset: u64) -> Self {
         DecodeError::LineTooLong {
