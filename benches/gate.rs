@@ -40,7 +40,7 @@ fn group(c: &mut Criterion, name: &str, json: Vec<u8>) {
 
     for isa in Isa::available().rev() {
         for exact in [false, true] {
-            let mut gate = GateConfig::new().exact(exact).build_with_isa(isa).unwrap();
+            let mut gate = GateConfig::new().exact(exact).max_isa(isa).build();
             let id = format!(
                 "gate_{}/{}",
                 if exact { "exact" } else { "fast" },

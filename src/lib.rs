@@ -157,6 +157,7 @@ mod hash;
 #[cfg(feature = "__testing")]
 #[doc(hidden)]
 pub mod hooks;
+pub mod inspect;
 pub mod message;
 pub mod replay;
 pub mod resume;

@@ -309,11 +309,41 @@ impl std::fmt::Display for RpcId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RpcId::Number(n) => write!(f, "{n}"),
-            RpcId::String(s) => write!(f, "{s:?}"),
+            RpcId::String(s) => write_json_string(f, s),
             RpcId::Null => f.write_str("null"),
             RpcId::Raw(raw) => f.write_str(raw),
         }
     }
+}
+
+/// `s` as a JSON string: quoted, with `"`, `\\` and the control characters escaped as RFC 8259
+/// says (the short forms where there is one, `\u00XX` otherwise); everything else as it is.
+fn write_json_string(f: &mut std::fmt::Formatter<'_>, s: &str) -> std::fmt::Result {
+    use std::fmt::Write;
+    f.write_char('"')?;
+    let mut plain = 0;
+    for (i, c) in s.char_indices() {
+        let short = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{8}' => "\\b",
+            '\u{c}' => "\\f",
+            c if c < ' ' => "",
+            _ => continue,
+        };
+        f.write_str(&s[plain..i])?;
+        if short.is_empty() {
+            write!(f, "\\u{:04x}", c as u32)?;
+        } else {
+            f.write_str(short)?;
+        }
+        plain = i + c.len_utf8();
+    }
+    f.write_str(&s[plain..])?;
+    f.write_char('"')
 }
 
 /// The result of [`Message::jsonrpc_peek`].
@@ -988,6 +1018,31 @@ mod tests {
             }
             let peeked = peek_recorded(&data, keys);
             proptest::prop_assert_eq!(peeked, want, "{}", text);
+        }
+        /// A string id is written as JSON writes it: serde_json is the oracle.
+        #[test]
+        fn a_string_id_displays_as_its_json_text(id in "(?s).{0,40}") {
+            let shown = RpcId::String(id.clone().into()).to_string();
+            proptest::prop_assert_eq!(&shown, &serde_json::to_string(&id).unwrap());
+            // And it reads back as the same id.
+            let back: String = serde_json::from_str(&shown).unwrap();
+            proptest::prop_assert_eq!(back, id);
+        }
+    }
+
+    #[test]
+    fn ids_display_as_json() {
+        let cases = [
+            (RpcId::Number(-7), "-7".to_owned()),
+            (RpcId::Null, "null".to_owned()),
+            (RpcId::Raw("1.5".into()), "1.5".to_owned()),
+            (
+                RpcId::String("a\"b\\c\u{1}\u{7f}é\n\u{8}\u{c}\t\r".into()),
+                r#""a\"b\\c\u0001"#.to_owned() + "\u{7f}é" + r#"\n\b\f\t\r""#,
+            ),
+        ];
+        for (id, want) in cases {
+            assert_eq!(id.to_string(), want);
         }
     }
 }

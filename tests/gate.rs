@@ -91,8 +91,8 @@ fn gates(max_depth: usize) -> Vec<(String, Gate)> {
             let gate = GateConfig::new()
                 .max_depth(max_depth)
                 .exact(exact)
-                .build_with_isa(isa)
-                .unwrap();
+                .max_isa(isa)
+                .build();
             out.push((
                 format!("{}/{}", isa.name(), if exact { "exact" } else { "fast" }),
                 gate,
@@ -668,7 +668,7 @@ proptest! {
             text.remove(at);
         }
         text.splice(at..at, edit.iter().copied());
-        let mut reference = GateConfig::new().build_with_isa(Isa::Portable).unwrap();
+        let mut reference = GateConfig::new().max_isa(Isa::Portable).build();
         let whole = feed_pieces(&mut reference, &[&text]);
         let whole_reason = reference.invalid_reason().cloned();
         if unedited {
@@ -684,7 +684,8 @@ proptest! {
             from += step;
         }
         for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
-            let mut g = GateConfig::new().build_with_isa(isa).unwrap();
+            let mut g = GateConfig::new().max_isa(isa).build();
+            prop_assert_eq!(g.isa(), isa, "an available ISA as the cap runs exactly its kernels");
             prop_assert_eq!(feed_pieces(&mut g, &[&text]), whole, "{:?} whole", isa);
             prop_assert_eq!(g.invalid_reason(), whole_reason.as_ref(), "{:?} whole", isa);
             reference.reset();
@@ -725,10 +726,10 @@ proptest! {
             at += step;
         }
         for exact in [true, false] {
-            let mut reference = GateConfig::new().max_depth(16).exact(exact).build_with_isa(Isa::Portable).unwrap();
+            let mut reference = GateConfig::new().max_depth(16).exact(exact).max_isa(Isa::Portable).build();
             // Each SIMD kernel against the portable code (not the portable code against itself).
             for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
-                let mut g = GateConfig::new().max_depth(16).exact(exact).build_with_isa(isa).unwrap();
+                let mut g = GateConfig::new().max_depth(16).exact(exact).max_isa(isa).build();
                 reference.reset();
                 // After every piece, the same verdict and reason.
                 for c in &cuts {
@@ -893,7 +894,7 @@ proptest! {
         // A tight depth limit now and then, so that blocks go over it.
         let max_depth = if r.below(4) == 0 { 2 + r.below(6) } else { 128 };
         let depth_ok = max_depth == 128 && text.iter().filter(|&&b| b == b'[' || b == b'{').count() < 120;
-        let mut reference = GateConfig::new().exact(true).max_depth(max_depth).build_with_isa(Isa::Portable).unwrap();
+        let mut reference = GateConfig::new().exact(true).max_depth(max_depth).max_isa(Isa::Portable).build();
         let whole = feed_pieces(&mut reference, &[&text]);
         let whole_reason = reference.invalid_reason().cloned();
         if depth_ok {
@@ -910,7 +911,7 @@ proptest! {
             from += step;
         }
         for isa in isas().into_iter().filter(|&i| i != Isa::Portable) {
-            let mut g = GateConfig::new().exact(true).max_depth(max_depth).build_with_isa(isa).unwrap();
+            let mut g = GateConfig::new().exact(true).max_depth(max_depth).max_isa(isa).build();
             prop_assert_eq!(feed_pieces(&mut g, &[&text]), whole, "{:?} whole", isa);
             prop_assert_eq!(g.invalid_reason(), whole_reason.as_ref(), "{:?} whole", isa);
             reference.reset();

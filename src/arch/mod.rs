@@ -119,9 +119,9 @@ pub(crate) fn find_line_end(hay: &[u8]) -> Option<usize> {
     find_either(hay, b'\r', b'\n')
 }
 
-/// An instruction set the gate's kernels can run on ([`GateConfig::build_with_isa`](crate::gate::GateConfig::build_with_isa)
-/// picks one explicitly, for benchmarks and for testing a kernel the detection would not choose;
-/// [`GateConfig::max_isa`](crate::gate::GateConfig::max_isa) caps the detection). Ordered from the least to
+/// An instruction set the gate's kernels can run on ([`GateConfig::max_isa`](crate::gate::GateConfig::max_isa)
+/// caps the detection; with an [available](Isa::is_available) one it picks exactly that one, for
+/// benchmarks and for testing a kernel the detection would not choose). Ordered from the least to
 /// the most capable: `Portable < Neon < Avx2 < Avx512`. A CPU runs the instruction sets of its own
 /// architecture only, so a cap from another architecture's range still means "up to this much":
 /// on AArch64, `Avx2` or `Avx512` as a cap allows NEON; on x86-64, `Neon` allows only the portable

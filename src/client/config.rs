@@ -9,10 +9,10 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 #[cfg(doc)]
-use super::{Client, ClientError, ProtocolError, TaskErrorKind};
+use super::{Client, ProtocolError, TaskErrorKind};
 use super::{
-    DEFAULT_MAX_TASK_READ_FAILURES, DEFAULT_TASK_POLL_MAX, DEFAULT_TASK_POLL_MIN, DefaultHandler,
-    Handler, TaskMode,
+    ClientError, DEFAULT_MAX_TASK_READ_FAILURES, DEFAULT_TASK_POLL_MAX, DEFAULT_TASK_POLL_MIN,
+    DefaultHandler, Handler, TaskMode,
 };
 use crate::message::RpcId;
 use crate::{contract, guard, resume, sse};
@@ -261,13 +261,20 @@ impl ClientConfig {
         self
     }
 
-    /// `Authorization: Bearer <token>` on every request.
-    pub fn bearer_token(&mut self, token: &str) -> &mut Self {
-        if let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {token}")) {
-            value.set_sensitive(true);
-            self.headers.insert(header::AUTHORIZATION, value);
-        }
-        self
+    /// `Authorization: Bearer <token>` on every request (marked sensitive: it never shows in
+    /// logs). A token that is not a valid header value (a control character, a line break) is
+    /// [`ClientError::Setup`], and the settings are left as they were.
+    pub fn bearer_token(&mut self, token: &str) -> Result<&mut Self, ClientError> {
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            ClientError::Setup(
+                "the bearer token is not a valid header value (control characters or line \
+                 breaks)"
+                    .to_owned(),
+            )
+        })?;
+        value.set_sensitive(true);
+        self.headers.insert(header::AUTHORIZATION, value);
+        Ok(self)
     }
 
     /// A PEM certificate to trust besides the platform's roots.
@@ -404,5 +411,29 @@ impl ClientConfig {
     pub fn handler(&mut self, handler: Arc<dyn Handler>) -> &mut Self {
         self.handler = handler;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bearer_token_that_is_no_header_value_is_a_setup_error() {
+        let mut config = ClientConfig::default();
+        config.bearer_token("good").unwrap();
+        let sent = config.headers[header::AUTHORIZATION].clone();
+        assert_eq!(sent, "Bearer good");
+        assert!(sent.is_sensitive());
+        for bad in ["line\nbreak", "nul\0", "cr\r"] {
+            let err = config.bearer_token(bad).map(|_| ()).unwrap_err();
+            assert!(matches!(err, ClientError::Setup(_)), "{err}");
+            assert!(
+                !err.to_string().contains(bad),
+                "the token is not echoed: {err}"
+            );
+        }
+        // The good token is still the one sent.
+        assert_eq!(config.headers[header::AUTHORIZATION], "Bearer good");
     }
 }

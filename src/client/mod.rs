@@ -57,7 +57,7 @@
 //! use serde_json::json;
 //!
 //! let mut config = ClientConfig::default();
-//! config.bearer_token("secret");
+//! config.bearer_token("secret")?;
 //! let client = Client::connect("https://mcp.example.com/mcp", config).await?;
 //! let response = client.call_tool("search", json!({"q": "sse"}), Retry::IfSafe).await?;
 //! println!("{} bytes after {} resumes", response.message.len(), response.outcome.resumes);

@@ -218,9 +218,10 @@ impl GateConfig {
         self.build_inner(Kernels::best_up_to(self.max_isa))
     }
 
-    /// A gate forced onto `isa`, or `None` when this CPU (or this build) cannot run it. For benches and
-    /// differential tests.
-    pub fn build_with_isa(&self, isa: Isa) -> Option<Gate> {
+    /// A gate forced onto `isa`, or `None` when this CPU (or this build) cannot run it (outside
+    /// the crate: [`GateConfig::max_isa`] with an [`Isa::is_available`] one).
+    #[cfg(test)]
+    pub(crate) fn build_with_isa(&self, isa: Isa) -> Option<Gate> {
         Kernels::new(isa).map(|kernels| self.build_inner(kernels))
     }
 

@@ -156,7 +156,7 @@ impl Window {
 /// decisions and the reports of tools (`ssegate probe`) read ids through it.
 ///
 /// ```
-/// use ssegate::resume::NumberedId;
+/// use ssegate::inspect::NumberedId;
 ///
 /// let a = NumberedId::parse(b"3/req-7").unwrap();
 /// let b = NumberedId::parse(b"4/req-7").unwrap();

@@ -715,7 +715,16 @@ impl fmt::Display for Refusal {
     }
 }
 
-impl std::error::Error for Refusal {}
+impl std::error::Error for Refusal {
+    /// The decoder's error behind a [`RefusalKind::DecodeLimit`]; no other kind has a cause
+    /// outside the guard.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            RefusalKind::DecodeLimit { error } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Phase {
@@ -1375,6 +1384,31 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
+
+    #[test]
+    fn a_decode_limit_refusal_has_the_decoder_error_as_its_source() {
+        use std::error::Error as _;
+        let error = DecodeError::EventTooLarge {
+            limit: 8,
+            offset: 0,
+            id: None,
+        };
+        let refusal = Refusal {
+            kind: RefusalKind::DecodeLimit {
+                error: error.clone(),
+            },
+            cursor: None,
+            outstanding: vec![],
+        };
+        let source = refusal.source().expect("a source");
+        assert_eq!(source.downcast_ref::<DecodeError>(), Some(&error));
+        let gone = Refusal {
+            kind: RefusalKind::SessionExpired,
+            cursor: None,
+            outstanding: vec![],
+        };
+        assert!(gone.source().is_none());
+    }
 
     /// The hash taken on the gate's pass is the content hash of the whole message however it is
     /// cut, and the verdict is the gate's own.

@@ -139,13 +139,14 @@ use bytes::Bytes;
 use crate::contract;
 use crate::gate::{Gate, Verdict};
 use crate::guard::{self, ConnectionEnd, Decision, Guard};
+use crate::inspect::EventInfo;
 use crate::message::RpcId;
 use crate::sse::{self, Decoder};
 
 // The guard's types a driver of the stream names: its settings, its outputs and its refusals.
 pub use crate::guard::{
-    DEFAULT_UNREQUESTED_WINDOW, Delivery, GuardConfig, NumberedId, Policy, ReconnectResponse,
-    Refusal, RefusalKind, Registry, Restart, Resume, Skip, Stats, parse_retry_after,
+    DEFAULT_UNREQUESTED_WINDOW, Delivery, GuardConfig, Policy, ReconnectResponse, Refusal,
+    RefusalKind, Registry, Restart, Resume, Skip, Stats, parse_retry_after,
 };
 
 #[cfg(feature = "guarded-stream")]
@@ -604,24 +605,6 @@ impl fmt::Display for Dropped {
     }
 }
 
-/// What the stream knew about the last event it decided on (kept only with
-/// [`ResumableStream::observe_events`]; `ssegate check` prints it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct EventInfo {
-    /// The event's own id (`None` when it had no `id:` line).
-    pub id: Option<Bytes>,
-    /// The event type (`message` when absent).
-    pub event_type: Bytes,
-    /// Data bytes.
-    pub bytes: usize,
-    /// The gate's verdict on the data (`None` for empty data).
-    pub verdict: Option<Verdict>,
-    /// Where the event ended in its connection's body: bytes of that body up to and including
-    /// the blank line that dispatched it.
-    pub end: u64,
-}
-
 #[derive(Clone, Debug)]
 enum State {
     /// A connection is open: bytes are fed. `last_byte` is the last time a byte (or the response
@@ -652,10 +635,10 @@ pub struct ResumableStream {
     progressed: bool,
     attempts: u32,
     rng: u64,
-    observe: bool,
+    pub(crate) observe: bool,
     /// `false`: a cut with a response outstanding ends the stream ([`ResumableStream::resumable`]).
     resumable: bool,
-    last_event: Option<EventInfo>,
+    pub(crate) last_event: Option<EventInfo>,
     /// A failure decided outside `poll`, handed out by the next one.
     pending: Option<Output>,
     ahead: Ahead,
@@ -723,16 +706,6 @@ impl ResumableStream {
     /// response to one id).
     pub fn resumable(&mut self, on: bool) {
         self.resumable = on;
-    }
-
-    /// Keeps an [`EventInfo`] of each event decided on (for reports such as `ssegate check`).
-    pub fn observe_events(&mut self, on: bool) {
-        self.observe = on;
-    }
-
-    /// The last event decided on, when [`ResumableStream::observe_events`] is on.
-    pub fn last_event(&self) -> Option<&EventInfo> {
-        self.last_event.as_ref()
     }
 
     /// The cursor: the id of the last event processed, sent as `Last-Event-ID` on a resume.

@@ -390,7 +390,8 @@ fn with_credentials(mut config: ClientConfig) -> ClientConfig {
             HeaderName::from_static("x-api-key"),
             HeaderValue::from_static("secret-key"),
         )
-        .bearer_token("secret-token");
+        .bearer_token("secret-token")
+        .unwrap();
     config
 }
 

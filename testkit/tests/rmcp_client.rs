@@ -205,7 +205,8 @@ async fn rmcp_over_https_with_the_field_clients_config() {
         let mut config = ClientConfig::default();
         config
             .root_certificate_pem(front.cert_pem().as_bytes())
-            .bearer_token(TOKEN);
+            .bearer_token(TOKEN)
+            .unwrap();
         let transport = StreamableHttpClientTransport::with_client(
             GuardedHttpClient::new(config).unwrap(),
             StreamableHttpClientTransportConfig::with_uri(front.url()),

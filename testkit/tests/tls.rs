@@ -20,7 +20,8 @@ async fn server() -> RunningServer {
 fn trusting(front: &TlsFront) -> ClientConfig {
     let mut cc = ClientConfig::default();
     cc.root_certificate_pem(front.cert_pem().as_bytes())
-        .bearer_token(TOKEN);
+        .bearer_token(TOKEN)
+        .unwrap();
     cc
 }
 
@@ -57,7 +58,7 @@ async fn an_untrusted_certificate_is_refused_with_a_clear_error() {
         let server = server().await;
         let front = TlsFront::start(server.addr(), None).await.unwrap();
         let mut cc = ClientConfig::default();
-        cc.bearer_token(TOKEN);
+        cc.bearer_token(TOKEN).unwrap();
         let err = Client::connect(&front.url(), cc).await.unwrap_err();
         assert!(matches!(err, ClientError::Http { .. }), "{err}");
         let text = err.to_string().to_lowercase();
@@ -87,7 +88,7 @@ async fn a_missing_or_wrong_bearer_token_is_a_401() {
             .await
             .unwrap();
         let mut cc = trusting(&front);
-        cc.bearer_token("wrong");
+        cc.bearer_token("wrong").unwrap();
         let err = Client::connect(&front.url(), cc).await.unwrap_err();
         assert!(
             matches!(err, ClientError::Status { status: 401, .. }),

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use ssegate::inspect::{self, EventInfo};
 use ssegate::message::RpcId;
-use ssegate::resume::{self, Answer, EventInfo, Output, ReconnectResponse, ResumableStream};
+use ssegate::resume::{self, Answer, Output, ReconnectResponse, ResumableStream};
 
 /// The first line of a multi-connection capture.
 pub(crate) const HEADER: &[u8] = b"#ssegate-capture v2";
@@ -207,7 +208,7 @@ fn run(
 ) -> Summary {
     // Later connections are replayed even when nothing is outstanding.
     stream.keep_open(true);
-    stream.observe_events(true);
+    inspect::observe_events(stream, true);
     let mut summary = Summary {
         connections: connections.len(),
         ..Summary::default()
@@ -242,7 +243,7 @@ fn run(
             output,
             Output::Deliver(_) | Output::Skip(_) | Output::Cursor(_) | Output::Failed(_)
         );
-        let event = stream.last_event().filter(|_| about_event);
+        let event = inspect::last_event(&stream).filter(|_| about_event);
         on_step(Step::Output {
             output: &output,
             event,

@@ -7,9 +7,10 @@ use bytes::Bytes;
 pub(crate) mod capture;
 
 use capture::{Step, check, split_capture};
+use ssegate::inspect::EventInfo;
 use ssegate::message::RpcId;
 use ssegate::resume::Policy;
-use ssegate::resume::{self, Answer, EventInfo, Output};
+use ssegate::resume::{self, Answer, Output};
 
 use crate::input::read_input;
 

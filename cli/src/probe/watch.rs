@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use ssegate::inspect::{self, NumberedId};
 use ssegate::message::{RpcId, RpcKind};
 use ssegate::resume::{
-    Answer, EndCause, Failure, NumberedId, Output, ReconnectResponse, Refusal, RefusalKind,
-    Restart, ResumableStream, Skip, StreamConfig,
+    Answer, EndCause, Failure, Output, ReconnectResponse, Refusal, RefusalKind, Restart,
+    ResumableStream, Skip, StreamConfig,
 };
 use ssegate::sse::DecodeError;
 use tracing::debug;
@@ -180,7 +181,7 @@ impl Watch {
         stream.expect_response(request.clone());
         // The probe resumes even when the response arrived before its cut.
         stream.keep_open(true);
-        stream.observe_events(true);
+        inspect::observe_events(&mut stream, true);
         Watch {
             stream,
             request,
@@ -268,7 +269,7 @@ impl Watch {
             }
             Output::Failed(failure) => {
                 // A refusal about an event counts it; one at a connection end does not.
-                if self.stream.last_event().is_some() {
+                if inspect::last_event(&self.stream).is_some() {
                     self.tally();
                 }
                 self.fail(failure);
@@ -279,7 +280,7 @@ impl Watch {
 
     /// Counts the event the stream just decided on; returns whether it had data.
     pub(crate) fn tally(&mut self) -> bool {
-        let Some(event) = self.stream.last_event() else {
+        let Some(event) = inspect::last_event(&self.stream) else {
             return false;
         };
         let conn = &mut self.conn;

@@ -389,7 +389,12 @@ fn expand(data: &[u8], payload: &[u8]) -> (Vec<u8>, Vec<usize>) {
 
 /// The judgement after each piece, for one engine on one ISA; `None` when the ISA is unavailable.
 fn run(exact: bool, isa: Isa, pieces: &[&[u8]]) -> Option<Vec<Judged>> {
-    let mut gate = GateConfig::new().exact(exact).build_with_isa(isa)?;
+    if !isa.is_available() {
+        return None;
+    }
+    // `max_isa` with an available ISA runs exactly its kernels.
+    let mut gate = GateConfig::new().exact(exact).max_isa(isa).build();
+    debug_assert_eq!(gate.isa(), isa);
     let mut out = Vec::with_capacity(pieces.len());
     for p in pieces {
         gate.feed(p);
