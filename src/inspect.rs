@@ -1,7 +1,7 @@
 //! Diagnostics: how the engine judged each event of a stream, and the numbered id shapes whose
 //! order it infers. For tools that report on a stream rather than drive one (`ssegate check` and
 //! `ssegate probe` are built on it); a client that only drives a
-//! [`ResumableStream`](crate::resume::ResumableStream) needs none of it.
+//! [`ResumableStream`] needs none of it.
 //!
 //! ```
 //! use std::time::Instant;

@@ -26,11 +26,17 @@
 //!   state (after the core's own delay, with its own attempt count).
 //! - When the guard refuses (a torn boundary, a restarted or reordered replay, an empty answer to
 //!   a resume, a stream that makes no progress), every request still outstanding on that stream is
-//!   answered with a JSON-RPC error with code [`REFUSED`]: rmcp ends the call instead of
-//!   reconnecting in a loop. [`GuardedHttpClient::failure_of`] turns that error back into the
-//!   typed [`Failure`]. A refusal on a stream with nothing outstanding (the standalone `GET`
-//!   stream) is an [`SseError::Body`] holding an [`Error::Refused`] (downcast it), after which
-//!   rmcp's reconnect gets `ServerDoesNotSupportSse`, which stops its loop.
+//!   answered with a JSON-RPC error, as the [wire contract](crate::contract) says: its code is the
+//!   one [`Code::for_answer`] picks for the request's method and the [`Failure`]'s kind, with
+//!   outcome `unknown` (the contract's table of error codes says what each means; a `tools/call`
+//!   is never reported as not run), its `message` is that code's, and its `data` holds the
+//!   contract's keys ([`data`](crate::contract::data): `kind`, `outcome`, `method`, `reason`,
+//!   `refusal` when the guard refused, `mustRenegotiate`) and an `ssegate` entry of this client's
+//!   own. rmcp ends the call instead of reconnecting in a loop, and
+//!   [`GuardedHttpClient::failure_of`] turns the error back into the typed [`Failure`]. A refusal
+//!   on a stream with nothing outstanding (the standalone `GET` stream) is an [`SseError::Body`]
+//!   holding an [`Error::Refused`] (downcast it), after which rmcp's reconnect gets
+//!   `ServerDoesNotSupportSse`, which stops its loop.
 //! - A task read (`tasks/get`, `tasks/result`: rmcp's `get_task`) whose connection fails, whose
 //!   JSON answer is not one whole value, or whose stream the guard refuses before the answer is
 //!   sent again, as the same request, up to 10 times: it is a pure read, so the task's result (a
@@ -66,15 +72,12 @@ use sse_stream_02::Sse;
 use tracing::debug;
 
 use crate::client::{ClientConfig, ClientError, build_http, mime_is};
+use crate::contract::{self, Code, Outcome};
 use crate::message::RpcId;
 use crate::resume::{
     self, Answer, EndCause, Failure, Output, ReconnectResponse, ResumableStream, Session,
 };
 use crate::sse;
-
-/// The JSON-RPC error code of the answer a refused stream gives each request it still owed
-/// (in the implementation-defined server error range).
-pub const REFUSED: i32 = -32_050;
 
 /// Now, on tokio's clock: the clock the driver's timers sleep on (so `tokio::time::pause` drives
 /// it too).
@@ -82,8 +85,13 @@ fn clock_now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// The key under `error.data` that holds ssegate's refusal details.
+/// The key under `error.data` that holds this client's own entry: the token of the kept
+/// [`Failure`] and the ids answered with it.
 const DATA_KEY: &str = "ssegate";
+/// Under [`DATA_KEY`]: the token [`GuardedHttpClient::failure_of`] looks the failure up by.
+const TOKEN_KEY: &str = "refusal";
+/// Under [`DATA_KEY`]: the ids of the requests answered with the same failure.
+const OUTSTANDING_KEY: &str = "outstanding";
 
 /// rmcp's SSE limit when a caller uses the limit-free trait methods (rmcp's own default).
 const RMCP_DEFAULT_MAX_SSE_EVENT: usize = 16 << 20;
@@ -216,11 +224,23 @@ impl<K: std::hash::Hash + Eq + Clone, V> Bounded<K, V> {
     }
 }
 
+/// The JSON-RPC methods of the requests a stream answers, by id (a `POST` stream answers one).
+type Methods = Vec<(RpcId, Box<str>)>;
+
+/// The method of request `id`; a request whose method is not known is taken for a `tools/call`
+/// (an unknown outcome is never reported as a call that did not run).
+fn method_of<'a>(methods: &'a Methods, id: &RpcId) -> &'a str {
+    methods
+        .iter()
+        .find(|(i, _)| i == id)
+        .map_or(contract::method::TOOLS_CALL, |(_, m)| m)
+}
+
 /// A stream whose connection ended, waiting for rmcp's `get_stream(last_event_id)`.
 #[derive(Debug)]
 enum Parked {
-    /// The guard can resume it.
-    Resumable(Box<ResumableStream>),
+    /// The guard can resume it; the methods of the requests it answers go with it.
+    Resumable(Box<ResumableStream>, Methods),
     /// It was refused: the reconnect is answered with an error that stops rmcp's loop.
     Refused,
 }
@@ -343,18 +363,17 @@ impl GuardedHttpClient {
         }
     }
 
-    /// The typed refusal behind an rmcp error with code [`REFUSED`] (what rmcp's `call_tool` and
-    /// friends return as `ServiceError::McpError`), taken out of the client: `None` for any other
-    /// error, or when it was already taken or pushed out by newer ones ([`TransportConfig::max_tracked`]).
+    /// The typed failure behind the error a refused stream answered a request with (what rmcp's
+    /// `call_tool` and friends return as `ServiceError::McpError`; its code is one of the
+    /// [contract's](crate::contract::Code)), taken out of the client: `None` for any other error,
+    /// or when it was already taken or pushed out by newer ones ([`TransportConfig::max_tracked`]).
     pub fn failure_of(&self, error: &ErrorData) -> Option<Failure> {
-        if error.code.0 != REFUSED {
-            return None;
-        }
+        Code::from_value(error.code.0.into())?;
         let token = error
             .data
             .as_ref()?
             .get(DATA_KEY)?
-            .get("refusal")?
+            .get(TOKEN_KEY)?
             .as_u64()?;
         self.inner.tracked().failures.remove(&token)
     }
@@ -399,6 +418,7 @@ impl GuardedHttpClient {
         &self,
         target: Target<'_>,
         mut stream: ResumableStream,
+        methods: Methods,
         key: Option<String>,
         resuming: bool,
     ) -> HttpResult<SseStream> {
@@ -417,7 +437,7 @@ impl GuardedHttpClient {
                 match stream.poll() {
                     Some(Output::Reconnect(r)) => last_event_id = r.last_event_id,
                     Some(Output::Failed(failure)) => {
-                        let drive = Drive::new(self.inner.clone(), stream, None, key);
+                        let drive = Drive::new(self.inner.clone(), stream, methods, None, key);
                         return Ok(drive.failed(failure));
                     }
                     Some(_) => continue,
@@ -476,7 +496,8 @@ impl GuardedHttpClient {
                     return Err(StreamableHttpError::UnexpectedContentType(content_type));
                 }
                 let body = response.bytes_stream().boxed();
-                return Ok(Drive::new(self.inner.clone(), stream, Some(body), None).into_stream());
+                let drive = Drive::new(self.inner.clone(), stream, methods, Some(body), None);
+                return Ok(drive.into_stream());
             }
             let answer = ReconnectResponse::from_headers(
                 status.as_u16(),
@@ -486,9 +507,8 @@ impl GuardedHttpClient {
             match stream.reconnect_response(&answer, clock_now()) {
                 Answer::Read => {
                     let body = response.bytes_stream().boxed();
-                    return Ok(
-                        Drive::new(self.inner.clone(), stream, Some(body), key).into_stream()
-                    );
+                    let drive = Drive::new(self.inner.clone(), stream, methods, Some(body), key);
+                    return Ok(drive.into_stream());
                 }
                 Answer::Drop => continue,
             }
@@ -597,6 +617,8 @@ fn rpc_id_json(id: &RpcId) -> Value {
 struct Drive {
     inner: Arc<Inner>,
     stream: Option<ResumableStream>,
+    /// The methods of the requests the stream answers: each refusal answer names its method.
+    methods: Methods,
     body: Option<ByteBody>,
     /// The id of the last event handed to rmcp: rmcp's `Last-Event-ID`, the parking key.
     last_id: Option<String>,
@@ -608,12 +630,14 @@ impl Drive {
     fn new(
         inner: Arc<Inner>,
         stream: ResumableStream,
+        methods: Methods,
         body: Option<ByteBody>,
         last_id: Option<String>,
     ) -> Drive {
         Drive {
             inner,
             stream: Some(stream),
+            methods,
             body,
             last_id,
             queue: VecDeque::new(),
@@ -713,7 +737,9 @@ impl Drive {
                 self.done = true;
                 self.body = None;
                 if let (Some(id), Some(stream)) = (self.last_id.clone(), self.stream.take()) {
-                    self.inner.park(id, Parked::Resumable(Box::new(stream)));
+                    let methods = std::mem::take(&mut self.methods);
+                    self.inner
+                        .park(id, Parked::Resumable(Box::new(stream), methods));
                 }
                 self.queue
                     .push_back(Err(SseError::Body(Box::new(Error::Disconnected))));
@@ -740,30 +766,64 @@ impl Drive {
                 .push_back(Err(SseError::Body(Box::new(Error::Refused(failure)))));
             return;
         }
-        let message = failure.to_string();
-        let must_renegotiate = failure.must_renegotiate();
-        let token = self.inner.keep_failure(failure);
-        let ids: Vec<Value> = outstanding.iter().map(rpc_id_json).collect();
-        for id in &ids {
-            let answer = json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {
-                    "code": REFUSED,
-                    "message": message,
-                    "data": {DATA_KEY: {
-                        "refusal": token,
-                        "outstanding": ids,
-                        "mustRenegotiate": must_renegotiate,
-                    }},
-                },
-            });
+        let answers = refusal_answers(&failure, &self.methods, |f| {
+            self.inner.keep_failure(f.clone())
+        });
+        for answer in answers {
             self.queue.push_back(Ok(Sse {
                 data: Some(answer.to_string()),
                 ..Sse::default()
             }));
         }
     }
+}
+
+/// The JSON-RPC error answering each request `failure` left outstanding, as the
+/// [contract](crate::contract) says: the code [`Code::for_answer`] picks for the request's method
+/// (from `methods`) and the failure's kind with the outcome unknown, that code's message, and the
+/// contract's `data` keys with this client's own entry (the token `keep` gives the failure).
+fn refusal_answers(
+    failure: &Failure,
+    methods: &Methods,
+    keep: impl FnOnce(&Failure) -> u64,
+) -> Vec<Value> {
+    use contract::data;
+    let kind = failure.kind();
+    let outcome = Outcome::Unknown;
+    let reason = failure.to_string();
+    let refusal = failure.refusal().map(|r| r.kind.as_str());
+    let must_renegotiate = failure.must_renegotiate();
+    let token = keep(failure);
+    let ids: Vec<Value> = failure.outstanding().iter().map(rpc_id_json).collect();
+    failure
+        .outstanding()
+        .iter()
+        .zip(&ids)
+        .map(|(id, id_json)| {
+            let method = method_of(methods, id);
+            let code = Code::for_answer(method, kind, outcome);
+            let mut error_data = json!({
+                data::KIND: kind.as_str(),
+                data::OUTCOME: outcome.as_str(),
+                data::METHOD: method,
+                data::REASON: reason,
+                data::MUST_RENEGOTIATE: must_renegotiate,
+                DATA_KEY: {TOKEN_KEY: token, OUTSTANDING_KEY: ids},
+            });
+            if let Some(refusal) = refusal {
+                error_data[data::REFUSAL] = json!(refusal);
+            }
+            json!({
+                "jsonrpc": "2.0",
+                "id": id_json,
+                "error": {
+                    "code": code.value(),
+                    "message": code.message(),
+                    "data": error_data,
+                },
+            })
+        })
+        .collect()
 }
 
 fn lossy(bytes: &[u8]) -> String {
@@ -774,6 +834,8 @@ fn lossy(bytes: &[u8]) -> String {
 struct Post {
     client: GuardedHttpClient,
     request_id: Option<RpcId>,
+    /// The request's JSON-RPC method.
+    method: Option<Box<str>>,
     /// A task read (`tasks/get`, `tasks/result`): a pure read, sent again when its answer is lost.
     read: bool,
     body: Bytes,
@@ -861,8 +923,12 @@ impl Post {
                 // A stream answering a notification owes nothing: it finishes at its end.
                 None => inner.stream_config(limits.max_sse_event_size).build(),
             };
+            let methods = match (request_id, &self.method) {
+                (Some(id), Some(method)) => vec![(id.clone(), method.clone())],
+                _ => Vec::new(),
+            };
             let body = response.bytes_stream().boxed();
-            let drive = Drive::new(inner.clone(), stream, Some(body), None);
+            let drive = Drive::new(inner.clone(), stream, methods, Some(body), None);
             return Ok(StreamableHttpPostResponse::Sse(
                 drive.into_stream(),
                 new_session,
@@ -913,15 +979,19 @@ impl Post {
 /// How many times a lost task read is sent again.
 const MAX_REREADS: u32 = 10;
 
-/// Whether `message` is a task read (`tasks/get`, `tasks/result`).
-fn is_task_read(message: &ClientJsonRpcMessage) -> bool {
+/// The method of `message`, when it is a request.
+fn request_method(message: &ClientJsonRpcMessage) -> Option<Box<str>> {
     let ClientJsonRpcMessage::Request(r) = message else {
-        return false;
+        return None;
     };
-    let method = serde_json::to_value(&r.request)
+    serde_json::to_value(&r.request)
         .ok()
-        .and_then(|v| v["method"].as_str().map(str::to_owned));
-    matches!(method.as_deref(), Some("tasks/get" | "tasks/result"))
+        .and_then(|v| v["method"].as_str().map(Box::from))
+}
+
+/// Whether `method` is a task read (`tasks/get`, `tasks/result`).
+fn is_task_read(method: Option<&str>) -> bool {
+    matches!(method, Some("tasks/get" | "tasks/result"))
 }
 
 /// A lost answer (a failed connection, a body that is not one whole JSON value), not the server's.
@@ -935,21 +1005,23 @@ fn rereadable(e: &StreamableHttpError<Error>) -> bool {
     )
 }
 
-/// The refusal [`Drive::on_failed`] gives request `id`, if `item` is one.
-fn is_refusal_of(item: &Result<Sse, SseError>, id: &RpcId) -> bool {
+/// The token of the kept failure, if `item` is the answer [`Drive::on_failed`] gives request `id`.
+fn refusal_token(item: &Result<Sse, SseError>, id: &RpcId) -> Option<u64> {
     let Ok(Sse {
         data: Some(data), ..
     }) = item
     else {
-        return false;
+        return None;
     };
-    if data.len() > 64 << 10 || !data.contains("-32050") {
-        return false;
+    if data.len() > 64 << 10 || !data.contains(DATA_KEY) {
+        return None;
     }
-    let Ok(v) = serde_json::from_str::<Value>(data) else {
-        return false;
-    };
-    v["error"]["code"] == json!(REFUSED) && v["id"] == rpc_id_json(id)
+    let v = serde_json::from_str::<Value>(data).ok()?;
+    Code::from_value(v["error"]["code"].as_i64()?)?;
+    if v["id"] != rpc_id_json(id) {
+        return None;
+    }
+    v["error"]["data"][DATA_KEY][TOKEN_KEY].as_u64()
 }
 
 /// A task read's stream: when the guard refuses it before the answer (the read's answer is
@@ -964,12 +1036,25 @@ fn rereading(first: SseStream, post: Post, left: u32) -> SseStream {
             let mut current = current?;
             loop {
                 let item = current.next().await?;
-                if left == 0 || !is_refusal_of(&item, &id) {
+                let token = if left == 0 {
+                    None
+                } else {
+                    refusal_token(&item, &id)
+                };
+                let Some(token) = token else {
                     return Some((item, (Some(current), post, left, id)));
-                }
+                };
                 left -= 1;
                 debug!(%id, "a task read's stream was refused; reading again");
-                match post.send().await {
+                let sent = post.send().await;
+                if matches!(
+                    sent,
+                    Ok(StreamableHttpPostResponse::Sse(..) | StreamableHttpPostResponse::Json(..))
+                ) {
+                    // The refusal is answered again in its place: nobody will ask for it.
+                    post.client.inner.tracked().failures.remove(&token);
+                }
+                match sent {
                     Ok(StreamableHttpPostResponse::Sse(next, _)) => current = next,
                     Ok(StreamableHttpPostResponse::Json(message, _)) => {
                         let data = serde_json::to_string(&message).unwrap_or_default();
@@ -1042,13 +1127,15 @@ impl StreamableHttpClient for GuardedHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
+        let method = request_method(&message);
         let post = Post {
             client: self.clone(),
             request_id: match &message {
                 ClientJsonRpcMessage::Request(r) => Some(rpc_id(&r.id)),
                 _ => None,
             },
-            read: is_task_read(&message),
+            read: is_task_read(method.as_deref()),
+            method,
             body: Bytes::from(serde_json::to_vec(&message)?),
             uri,
             session_id,
@@ -1128,8 +1215,9 @@ impl StreamableHttpClient for GuardedHttpClient {
             custom_headers,
         };
         match parked {
-            Some(Parked::Resumable(stream)) => {
-                self.get_guarded(target, *stream, last_event_id, true).await
+            Some(Parked::Resumable(stream, methods)) => {
+                self.get_guarded(target, *stream, methods, last_event_id, true)
+                    .await
             }
             // The stream was refused (and the refusal reported), or its state is gone (pushed
             // out, see `TransportConfig::max_tracked`): nothing can verify a resume, so stop rmcp's
@@ -1148,7 +1236,8 @@ impl StreamableHttpClient for GuardedHttpClient {
                     .inner
                     .session(session_id.as_ref(), max_sse_event_size)
                     .listen_stream();
-                self.get_guarded(target, stream, None, false).await
+                self.get_guarded(target, stream, Vec::new(), None, false)
+                    .await
             }
         }
     }
@@ -1156,6 +1245,8 @@ impl StreamableHttpClient for GuardedHttpClient {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     #[test]
@@ -1185,20 +1276,142 @@ mod tests {
         let tokens: Vec<u64> = (0..3)
             .map(|_| client.inner.keep_failure(failure.clone()))
             .collect();
-        let error = |token: u64| {
+        let error = |code: Code, token: u64| {
             ErrorData::new(
-                ::rmcp::model::ErrorCode(REFUSED),
-                "refused",
-                Some(json!({DATA_KEY: {"refusal": token}})),
+                ::rmcp::model::ErrorCode(code.value()),
+                code.message(),
+                Some(json!({DATA_KEY: {TOKEN_KEY: token}})),
             )
         };
-        assert_eq!(client.failure_of(&error(tokens[0])), None, "pushed out");
-        assert_eq!(client.failure_of(&error(tokens[2])), Some(failure.clone()));
-        assert_eq!(client.failure_of(&error(tokens[2])), None, "taken once");
-        let mut other = error(tokens[1]);
+        let refused = |token| error(Code::Refused, token);
+        assert_eq!(client.failure_of(&refused(tokens[0])), None, "pushed out");
+        assert_eq!(
+            client.failure_of(&refused(tokens[2])),
+            Some(failure.clone())
+        );
+        assert_eq!(client.failure_of(&refused(tokens[2])), None, "taken once");
+        let mut other = refused(tokens[1]);
         other.code = ::rmcp::model::ErrorCode(-32_000);
         assert_eq!(client.failure_of(&other), None, "another code");
-        assert_eq!(client.failure_of(&error(tokens[1])), Some(failure));
+        // Any of the contract's codes.
+        let unknown = error(Code::OutcomeUnknown, tokens[1]);
+        assert_eq!(client.failure_of(&unknown), Some(failure));
+    }
+
+    /// The answers a refused stream gives its outstanding requests follow the contract: a
+    /// `tools/call` (or a request whose method is not known) is `-32050` whatever the failure, any
+    /// other method gets its failure kind's code; `data` has the contract's keys and the token.
+    #[tokio::test]
+    async fn refusal_answers_carry_the_contracts_code_for_each_method() {
+        use crate::guard::{Refusal, RefusalKind};
+        let http = build_http(&ClientConfig::default()).expect("default HTTP client");
+        let client = GuardedHttpClient::with_http(http, &TransportConfig::default());
+        let methods: Methods = vec![
+            (RpcId::Number(1), "tools/call".into()),
+            (RpcId::Number(2), "tools/list".into()),
+            (RpcId::String("t".into()), "tasks/result".into()),
+        ];
+        let outstanding = vec![
+            RpcId::Number(1),
+            RpcId::Number(2),
+            RpcId::String("t".into()),
+            RpcId::Number(9),
+        ];
+        let refused = Failure::Refused(Refusal {
+            kind: RefusalKind::ReplayMissed { waited: None },
+            cursor: None,
+            outstanding: outstanding.clone(),
+        });
+        let reconnect = Failure::ReconnectFailed {
+            attempts: 6,
+            last: None,
+            outstanding: outstanding.clone(),
+        };
+        let stalled = Failure::NoProgress {
+            resumes: 4,
+            outstanding,
+        };
+        // (failure, its kind word, the code of each answer in the order of `outstanding`, the
+        // refusal word)
+        let cases = [
+            (
+                &refused,
+                "refused",
+                [-32_050, -32_053, -32_053, -32_050],
+                Some("replay-missed"),
+            ),
+            (
+                &reconnect,
+                "reconnect-failed",
+                [-32_050, -32_051, -32_051, -32_050],
+                None,
+            ),
+            (
+                &stalled,
+                "no-progress",
+                [-32_050, -32_053, -32_053, -32_050],
+                None,
+            ),
+        ];
+        for (failure, kind, codes, refusal) in cases {
+            let drive = Drive::new(
+                client.inner.clone(),
+                ResumableStream::new(),
+                methods.clone(),
+                None,
+                None,
+            );
+            let items: Vec<_> = drive.failed(failure.clone()).collect().await;
+            assert_eq!(items.len(), 4, "{failure}");
+            let mut tokens = HashSet::new();
+            for ((item, code), method) in items.iter().zip(codes).zip([
+                "tools/call",
+                "tools/list",
+                "tasks/result",
+                "tools/call",
+            ]) {
+                let Ok(Sse {
+                    data: Some(data), ..
+                }) = item
+                else {
+                    panic!("{item:?}");
+                };
+                let answer: Value = serde_json::from_str(data).unwrap();
+                let error = &answer["error"];
+                assert_eq!(error["code"], json!(code), "{method}: {answer}");
+                let message = Code::from_value(code.into()).unwrap().message();
+                assert_eq!(error["message"], json!(message));
+                let data = &error["data"];
+                assert_eq!(data["kind"], json!(kind), "{answer}");
+                assert_eq!(data["outcome"], json!("unknown"));
+                assert_eq!(data["method"], json!(method));
+                assert_eq!(data["reason"], json!(failure.to_string()));
+                assert_eq!(data["mustRenegotiate"], json!(true));
+                assert_eq!(data.get("refusal").and_then(Value::as_str), refusal);
+                assert_eq!(data[DATA_KEY]["outstanding"], json!([1, 2, "t", 9]));
+                let token = data[DATA_KEY][TOKEN_KEY].as_u64().unwrap();
+                tokens.insert(token);
+                // A task read's stream recognises the answer as the refusal of its request.
+                assert_eq!(refusal_token(item, &rpc_id_of(&answer["id"])), Some(token));
+                assert_eq!(refusal_token(item, &RpcId::Number(77)), None);
+            }
+            assert_eq!(tokens.len(), 1, "one failure kept for the stream");
+            let error: ErrorData = serde_json::from_value(
+                serde_json::from_str::<Value>(items[1].as_ref().unwrap().data.as_ref().unwrap())
+                    .unwrap()["error"]
+                    .clone(),
+            )
+            .unwrap();
+            assert_eq!(client.failure_of(&error).as_ref(), Some(failure));
+        }
+    }
+
+    fn rpc_id_of(v: &Value) -> RpcId {
+        match v {
+            Value::Number(n) => RpcId::Number(n.as_i64().unwrap()),
+            Value::String(s) => RpcId::String(s.as_str().into()),
+            other => panic!("{other}"),
+        }
     }
 
     /// A refusal on a stream with nothing outstanding reaches rmcp as an error the application can
@@ -1214,6 +1427,7 @@ mod tests {
         let drive = Drive::new(
             client.inner.clone(),
             ResumableStream::new(),
+            Vec::new(),
             None,
             Some("7".to_owned()),
         );

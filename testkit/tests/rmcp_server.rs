@@ -303,7 +303,6 @@ fn guarded_transport(
 async fn rmcp_client_on_the_guarded_stack_against_rmcp_server() {
     use rmcp::ServiceExt;
     use rmcp::service::ServiceError;
-    use ssegate::rmcp::REFUSED;
 
     tokio::time::timeout(LIMIT, async {
         let (big, _addr, _server, proxy) = start().await;
@@ -334,7 +333,13 @@ async fn rmcp_client_on_the_guarded_stack_against_rmcp_server() {
         let Err(ServiceError::McpError(error)) = outcome else {
             panic!("expected a refusal, got {outcome:?}");
         };
-        assert_eq!(error.code.0, REFUSED, "{error:?}");
+        // The wire contract: a tool call whose answer is lost is outcome unknown.
+        assert_eq!(error.code.0, -32_050, "{error:?}");
+        let data = error.data.as_ref().expect("error data");
+        assert_eq!(data["kind"], "refused", "{error:?}");
+        assert_eq!(data["outcome"], "unknown", "{error:?}");
+        assert_eq!(data["method"], "tools/call", "{error:?}");
+        assert_eq!(data["refusal"], "replay-missed", "{error:?}");
         let failure = http.failure_of(&error).expect("the typed failure");
         eprintln!("rmcp client, cut call: {failure} after {took:?}");
         assert!(replay_missed(&failure), "{failure:?}");
@@ -373,7 +378,6 @@ async fn rmcp_client_on_the_guarded_stack_against_rmcp_server() {
 async fn rmcp_client_on_2026_07_28_on_the_guarded_stack() {
     use rmcp::model::ProtocolVersion;
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt, ServiceError};
-    use ssegate::rmcp::REFUSED;
 
     tokio::time::timeout(LIMIT, async {
         let (big, _addr, _server, proxy) = start().await;
@@ -408,7 +412,10 @@ async fn rmcp_client_on_2026_07_28_on_the_guarded_stack() {
                 "a torn result"
             ),
             Err(ServiceError::McpError(error)) => {
-                assert_eq!(error.code.0, REFUSED, "{error:?}");
+                assert_eq!(error.code.0, -32_050, "{error:?}");
+                let data = error.data.as_ref().expect("error data");
+                assert_eq!(data["outcome"], "unknown", "{error:?}");
+                assert_eq!(data["method"], "tools/call", "{error:?}");
                 let failure = http.failure_of(&error).expect("the typed failure");
                 eprintln!("rmcp client on 2026-07-28, cut call: {failure} after {took:?}");
             }
