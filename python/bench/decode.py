@@ -46,9 +46,7 @@ except ImportError:  # pragma: no cover
 
 def big_event() -> bytes:
     text = ("ssegate " * ((4 << 20) // 8))[: 4 << 20]
-    body = (
-        '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + text + '"}],"isError":false}}'
-    )
+    body = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + text + '"}],"isError":false}}'
     return b"id: 1\nevent: message\ndata: " + body.encode() + b"\n\n"
 
 
@@ -156,7 +154,8 @@ def main() -> None:
         ("4 MiB event", chunks_of(big_event(), args.chunk), 1),
         ("100k events", chunks_of(small_events(), args.chunk), 100_000),
     ]
-    print(f"ssegate {ssegate.__version__}, Python {sys.version.split()[0]}, {args.chunk}-byte chunks, median of {args.runs}")
+    python = sys.version.split()[0]
+    print(f"ssegate {ssegate.__version__}, Python {python}, {args.chunk}-byte chunks, median of {args.runs}")
     header = f"{'workload':<13} {'contender':<34} {'ms/run':>10} {'vs Decoder':>11}"
     print(header)
     print("-" * len(header))

@@ -218,6 +218,7 @@ pub(crate) fn joined<'py>(py: Python<'py>, data: &Data) -> PyResult<Bound<'py, P
 }
 
 /// Shared `bytes` objects still listed (tests: nothing leaks once the events are gone).
+#[cfg(feature = "testing")]
 pub(crate) fn live_chunks() -> usize {
     live().len()
 }

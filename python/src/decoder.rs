@@ -6,6 +6,9 @@ use bytes::Bytes;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use ssegate::contract::{
+    DEFAULT_MAX_BLOCK, DEFAULT_MAX_EVENT, DEFAULT_MAX_FIELD, DEFAULT_MAX_LINE,
+};
 use ssegate::sse::{self, Data};
 
 use crate::chunks::{DETACH_AT, cached_view, chunk_of};
@@ -18,17 +21,6 @@ pyo3::create_exception!(
     "An SSE event went over one of the decoder's limits and was dropped (the decoder skipped to the \
 next blank line and went on)."
 );
-
-/// The short name of a decoder limit error.
-pub(crate) fn error_kind(error: &sse::DecodeError) -> &'static str {
-    match error {
-        sse::DecodeError::LineTooLong { .. } => "line-too-long",
-        sse::DecodeError::EventTooLarge { .. } => "event-too-large",
-        sse::DecodeError::FieldTooLong { .. } => "field-too-long",
-        sse::DecodeError::BlockTooLarge { .. } => "block-too-large",
-        _ => "limit",
-    }
-}
 
 fn error_limit(error: &sse::DecodeError) -> Option<usize> {
     match error {
@@ -44,7 +36,7 @@ fn error_limit(error: &sse::DecodeError) -> Option<usize> {
 fn decode_error<'py>(py: Python<'py>, error: &sse::DecodeError) -> PyResult<Bound<'py, PyAny>> {
     let err = DecodeError::new_err(error.to_string());
     let value = err.value(py).clone().into_any();
-    value.setattr("kind", error_kind(error))?;
+    value.setattr("kind", error.as_str())?;
     value.setattr("limit", error_limit(error))?;
     value.setattr("offset", error.offset())?;
     value.setattr("id", error.id().map(|id| lossy(id)))?;
@@ -189,22 +181,37 @@ fn drain(decoder: &mut sse::Decoder, chunk: Bytes) -> Vec<Result<sse::Event, sse
 
 #[pymethods]
 impl Decoder {
+    // The limits default to the contract's constants, which the module exports under these names
+    // (`inspect.signature` reads their values there); `copy_below` to the Rust config's own.
     #[new]
-    #[pyo3(signature = (*, max_line = 67_108_864, max_event = 67_108_864, max_field = 4096, max_block = 83_886_080, copy_below = 256))]
+    #[pyo3(
+        signature = (
+            *,
+            max_line = DEFAULT_MAX_LINE,
+            max_event = DEFAULT_MAX_EVENT,
+            max_field = DEFAULT_MAX_FIELD,
+            max_block = DEFAULT_MAX_BLOCK,
+            copy_below = None,
+        ),
+        text_signature = "(*, max_line=DEFAULT_MAX_LINE, max_event=DEFAULT_MAX_EVENT, max_field=DEFAULT_MAX_FIELD, max_block=DEFAULT_MAX_BLOCK, copy_below=None)"
+    )]
     fn new(
         max_line: usize,
         max_event: usize,
         max_field: usize,
         max_block: usize,
-        copy_below: usize,
+        copy_below: Option<usize>,
     ) -> Self {
-        let inner = sse::DecoderConfig::default()
+        let mut config = sse::DecoderConfig::default();
+        config
             .max_line(max_line)
             .max_event(max_event)
             .max_field(max_field)
-            .max_block(max_block)
-            .copy_below(copy_below)
-            .build();
+            .max_block(max_block);
+        if let Some(n) = copy_below {
+            config.copy_below(n);
+        }
+        let inner = config.build();
         Decoder {
             inner,
             discarded: None,

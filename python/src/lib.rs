@@ -6,12 +6,16 @@
 use pyo3::prelude::*;
 
 mod chunks;
+mod contract;
 mod decoder;
 mod gate;
 mod stream;
 mod text;
 
-/// Shared `bytes` chunks still referenced by event data (for tests).
+/// Shared `bytes` chunks still referenced by event data: a hook for python/tests, compiled only
+/// with the `testing` feature (python/test turns it on; wheels and `pip install ./python` leave it
+/// off), set as a module attribute outside `__all__` and the stub.
+#[cfg(feature = "testing")]
 #[pyfunction]
 fn _live_chunks() -> usize {
     chunks::live_chunks()
@@ -22,7 +26,8 @@ fn _ssegate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(gate::gate, m)?)?;
-    m.add_function(wrap_pyfunction!(_live_chunks, m)?)?;
+    #[cfg(feature = "testing")]
+    m.setattr("_live_chunks", wrap_pyfunction!(_live_chunks, m)?)?;
     m.add_class::<decoder::Decoder>()?;
     m.add_class::<decoder::Event>()?;
     m.add_class::<decoder::PartialEvent>()?;
@@ -37,5 +42,6 @@ fn _ssegate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Reconnect>()?;
     m.add_class::<stream::Finished>()?;
     m.add_class::<stream::Failed>()?;
+    contract::add(m)?;
     Ok(())
 }

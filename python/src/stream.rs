@@ -4,19 +4,22 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PySystemError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass_init::PyClassInitializer;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+use ssegate::contract::{
+    DEFAULT_BACKOFF, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BLOCK, DEFAULT_MAX_DELAY, DEFAULT_MAX_EVENT,
+    DEFAULT_MAX_FIELD, DEFAULT_MAX_LINE, DEFAULT_MAX_RECONNECT_ATTEMPTS, DEFAULT_MAX_RESUMES,
+    DEFAULT_MAX_STALLED_RESUMES, DEFAULT_MIN_DELAY, DEFAULT_REPLAY_TIMEOUT, DEFAULT_RETRY,
+};
 use ssegate::gate::Isa;
 use ssegate::message::{RpcId, RpcKind};
-use ssegate::resume::{
-    self, Answer, EndCause, Failure, Policy, ReconnectResponse, RefusalKind, Restart,
-};
+use ssegate::resume::{self, Answer, EndCause, Failure, Policy, ReconnectResponse, RefusalKind};
 use ssegate::sse::{self, Data};
 
 use crate::chunks::{DETACH_AT, cached_view, chunk_of};
-use crate::decoder::{PartialEvent, error_kind};
+use crate::decoder::PartialEvent;
 use crate::text::{bytes_repr, lossy, opt_bytes_repr, opt_str_repr, preview, str_repr};
 
 /// The longest duration a setting may have, in seconds (about 31 years): far beyond any useful
@@ -162,67 +165,6 @@ fn opt_bytes<'py>(py: Python<'py>, b: Option<&Bytes>) -> Option<Bound<'py, PyByt
     b.map(|b| PyBytes::new(py, b))
 }
 
-fn rpc_kind_name(kind: RpcKind) -> &'static str {
-    match kind {
-        RpcKind::Request => "request",
-        RpcKind::Notification => "notification",
-        RpcKind::Response => "response",
-        RpcKind::Batch => "batch",
-        RpcKind::Other => "other",
-    }
-}
-
-/// The short name of a refusal's kind.
-fn refusal_name(kind: &RefusalKind) -> &'static str {
-    match kind {
-        RefusalKind::PartialEvent { .. } => "partial-event",
-        RefusalKind::IncompleteMessage { .. } => "incomplete-message",
-        RefusalKind::TrailingBytes { .. } => "trailing-bytes",
-        RefusalKind::InvalidMessage { .. } => "invalid-message",
-        RefusalKind::StreamRestarted { .. } => "stream-restarted",
-        RefusalKind::DuplicateResponse { .. } => "duplicate-response",
-        RefusalKind::Gap { .. } => "gap",
-        RefusalKind::SessionExpired => "session-expired",
-        RefusalKind::ReplayUnavailable { .. } => "replay-unavailable",
-        RefusalKind::Busy { .. } => "busy",
-        RefusalKind::ReplayMissed { .. } => "replay-missed",
-        RefusalKind::Unresumable { .. } => "unresumable",
-        RefusalKind::UnexpectedResponse { .. } => "unexpected-response",
-        RefusalKind::DecodeLimit { .. } => "decode-limit",
-        _ => "other",
-    }
-}
-
-fn restart_name(why: Restart) -> &'static str {
-    match why {
-        Restart::IdReused => "id-reused",
-        Restart::Backwards => "backwards",
-        Restart::OtherStream => "other-stream",
-        Restart::MessageRepeated => "message-repeated",
-        _ => "other",
-    }
-}
-
-fn failure_name(failure: &Failure) -> &'static str {
-    match failure {
-        Failure::Refused(_) => "refused",
-        Failure::TooManyResumes { .. } => "too-many-resumes",
-        Failure::NoProgress { .. } => "no-progress",
-        Failure::ReconnectFailed { .. } => "reconnect-failed",
-        _ => "other",
-    }
-}
-
-fn skip_name(skip: &resume::Skip) -> &'static str {
-    match skip {
-        resume::Skip::ExactReplay { .. } => "exact-replay",
-        resume::Skip::DuplicateResponse { .. } => "duplicate-response",
-        resume::Skip::KeepAlive => "keep-alive",
-        resume::Skip::ErrorFrame { .. } => "error-frame",
-        _ => "other",
-    }
-}
-
 /// What a `ResumableStream` hands back from `poll()`; `kind` says which subclass it is.
 #[pyclass(module = "ssegate._ssegate", name = "Output", subclass, frozen)]
 pub(crate) struct Output {
@@ -270,7 +212,7 @@ impl Deliver {
     /// `"request"`, `"response"`, `"notification"`, `"batch"` or `"other"`, from its top-level keys.
     #[getter]
     fn rpc_kind(&self) -> &'static str {
-        rpc_kind_name(self.rpc_kind)
+        self.rpc_kind.as_str()
     }
 
     /// The top-level `id` (int, str; None when absent or `null`).
@@ -365,6 +307,10 @@ pub(crate) struct Dropped {
     /// Which limit: `"line-too-long"`, `"event-too-large"`, `"field-too-long"` or `"block-too-large"`.
     #[pyo3(get)]
     error: &'static str,
+    /// The refusal a driver ends a call with when the dropped event may have been its answer
+    /// (`"decode-limit"`: the `data.refusal` of that error).
+    #[pyo3(get)]
+    refusal: &'static str,
     event_id: Option<Bytes>,
     cursor: Option<Bytes>,
     outstanding: Vec<RpcId>,
@@ -533,11 +479,11 @@ impl Failed {
 fn failed(failure: Failure) -> Failed {
     let refusal = failure.refusal();
     Failed {
-        failure: failure_name(&failure),
+        failure: failure.as_str(),
         reason: failure.to_string(),
-        refusal: refusal.map(|r| refusal_name(&r.kind)),
+        refusal: refusal.map(|r| r.kind.as_str()),
         restart: refusal.and_then(|r| match r.kind {
-            RefusalKind::StreamRestarted { why, .. } => Some(restart_name(why)),
+            RefusalKind::StreamRestarted { why, .. } => Some(why.as_str()),
             _ => None,
         }),
         must_renegotiate: failure.must_renegotiate(),
@@ -565,7 +511,7 @@ fn output(py: Python<'_>, out: resume::Output) -> PyResult<Py<PyAny>> {
         O::Skip(s) => Py::new(
             py,
             base("skip").add_subclass(Skip {
-                skip: skip_name(&s),
+                skip: s.as_str(),
                 reason: s.to_string(),
             }),
         )?
@@ -575,7 +521,11 @@ fn output(py: Python<'_>, out: resume::Output) -> PyResult<Py<PyAny>> {
             py,
             base("dropped").add_subclass(Dropped {
                 reason: d.error.to_string(),
-                error: error_kind(&d.error),
+                error: d.error.as_str(),
+                refusal: RefusalKind::DecodeLimit {
+                    error: d.error.clone(),
+                }
+                .as_str(),
                 event_id: d.error.id().cloned(),
                 cursor: d.cursor,
                 outstanding: d.outstanding,
@@ -602,7 +552,13 @@ fn output(py: Python<'_>, out: resume::Output) -> PyResult<Py<PyAny>> {
         .into_any(),
         O::Finished => Py::new(py, base("finished").add_subclass(Finished {}))?.into_any(),
         O::Failed(f) => Py::new(py, base("failed").add_subclass(failed(f)))?.into_any(),
-        _ => Py::new(py, base("other"))?.into_any(),
+        // `resume::Output` is non-exhaustive: an output this binding was not written for is a bug
+        // here, not something to hand on under a made-up kind.
+        other => {
+            return Err(PySystemError::new_err(format!(
+                "ssegate: an engine output this binding does not know: {other:?}"
+            )));
+        }
     };
     Ok(obj)
 }
@@ -642,34 +598,38 @@ pub(crate) struct ResumableStream {
 #[pymethods]
 impl ResumableStream {
     #[new]
+    // Every limit defaults to the library's: the contract's `DEFAULT_*` constants, which the module
+    // exports under the same names (the text signature names them, and `inspect.signature` reads
+    // their values from the module), or, for a setting the contract has no constant for, None:
+    // the setter is not called and the Rust config's own default holds.
     #[pyo3(signature = (
         *,
         resumable = true,
         keep_open = false,
-        max_event = 67_108_864,
-        max_line = 67_108_864,
-        max_field = 4096,
-        max_block = 83_886_080,
-        copy_below = 256,
-        replay_timeout = 10.0,
-        idle_timeout = Some(300.0),
-        default_retry = 1.0,
-        max_delay = 60.0,
-        min_delay = 0.25,
-        backoff = 0.25,
-        max_resumes = 32,
-        max_stalled_resumes = 4,
-        max_reconnect_attempts = 6,
+        max_event = DEFAULT_MAX_EVENT,
+        max_line = DEFAULT_MAX_LINE,
+        max_field = DEFAULT_MAX_FIELD,
+        max_block = DEFAULT_MAX_BLOCK,
+        copy_below = None,
+        replay_timeout = DEFAULT_REPLAY_TIMEOUT.as_secs_f64(),
+        idle_timeout = Some(DEFAULT_IDLE_TIMEOUT.as_secs_f64()),
+        default_retry = DEFAULT_RETRY.as_secs_f64(),
+        max_delay = DEFAULT_MAX_DELAY.as_secs_f64(),
+        min_delay = DEFAULT_MIN_DELAY.as_secs_f64(),
+        backoff = DEFAULT_BACKOFF.as_secs_f64(),
+        max_resumes = DEFAULT_MAX_RESUMES,
+        max_stalled_resumes = DEFAULT_MAX_STALLED_RESUMES,
+        max_reconnect_attempts = DEFAULT_MAX_RECONNECT_ATTEMPTS,
         jitter_seed = None,
-        gate_ahead = 4096,
+        gate_ahead = None,
         policy = "verified",
-        window = 4096,
-        unrequested_window = 4096,
+        window = None,
+        unrequested_window = None,
         contiguous_ids = false,
-        max_depth = 1024,
+        max_depth = None,
         max_isa = None,
     ),
-    text_signature = "(*, resumable=True, keep_open=False, max_event=67108864, max_line=67108864, max_field=4096, max_block=83886080, copy_below=256, replay_timeout=10.0, idle_timeout=300.0, default_retry=1.0, max_delay=60.0, min_delay=0.25, backoff=0.25, max_resumes=32, max_stalled_resumes=4, max_reconnect_attempts=6, jitter_seed=None, gate_ahead=4096, policy='verified', window=4096, unrequested_window=4096, contiguous_ids=False, max_depth=1024, max_isa=None)")]
+    text_signature = "(*, resumable=True, keep_open=False, max_event=DEFAULT_MAX_EVENT, max_line=DEFAULT_MAX_LINE, max_field=DEFAULT_MAX_FIELD, max_block=DEFAULT_MAX_BLOCK, copy_below=None, replay_timeout=DEFAULT_REPLAY_TIMEOUT, idle_timeout=DEFAULT_IDLE_TIMEOUT, default_retry=DEFAULT_RETRY, max_delay=DEFAULT_MAX_DELAY, min_delay=DEFAULT_MIN_DELAY, backoff=DEFAULT_BACKOFF, max_resumes=DEFAULT_MAX_RESUMES, max_stalled_resumes=DEFAULT_MAX_STALLED_RESUMES, max_reconnect_attempts=DEFAULT_MAX_RECONNECT_ATTEMPTS, jitter_seed=None, gate_ahead=None, policy='verified', window=None, unrequested_window=None, contiguous_ids=False, max_depth=None, max_isa=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -679,7 +639,7 @@ impl ResumableStream {
         max_line: usize,
         max_field: usize,
         max_block: usize,
-        copy_below: usize,
+        copy_below: Option<usize>,
         replay_timeout: f64,
         idle_timeout: Option<f64>,
         default_retry: f64,
@@ -690,22 +650,24 @@ impl ResumableStream {
         max_stalled_resumes: u32,
         max_reconnect_attempts: u32,
         jitter_seed: Option<u64>,
-        gate_ahead: usize,
+        gate_ahead: Option<usize>,
         policy: &str,
-        window: usize,
-        unrequested_window: usize,
+        window: Option<usize>,
+        unrequested_window: Option<usize>,
         contiguous_ids: bool,
-        max_depth: usize,
+        max_depth: Option<usize>,
         max_isa: Option<&str>,
     ) -> PyResult<Self> {
         let mut config = resume::ResumableStream::config();
-        config
-            .decoder_mut()
+        let decoder = config.decoder_mut();
+        decoder
             .max_event(max_event)
             .max_line(max_line)
             .max_field(max_field)
-            .max_block(max_block)
-            .copy_below(copy_below);
+            .max_block(max_block);
+        if let Some(n) = copy_below {
+            decoder.copy_below(n);
+        }
         let policy = match policy {
             "verified" => Policy::Verified,
             "strict" => Policy::Strict,
@@ -716,12 +678,16 @@ impl ResumableStream {
             }
         };
         let guard = config.guard_mut();
-        guard
-            .policy(policy)
-            .window(window)
-            .unrequested_window(unrequested_window)
-            .contiguous_ids(contiguous_ids)
-            .max_depth(max_depth);
+        guard.policy(policy).contiguous_ids(contiguous_ids);
+        if let Some(ids) = window {
+            guard.window(ids);
+        }
+        if let Some(ids) = unrequested_window {
+            guard.unrequested_window(ids);
+        }
+        if let Some(levels) = max_depth {
+            guard.max_depth(levels);
+        }
         if let Some(name) = max_isa {
             let isa = Isa::all()
                 .iter()
@@ -748,8 +714,10 @@ impl ResumableStream {
             .max_resumes(max_resumes)
             .max_stalled_resumes(max_stalled_resumes)
             .max_reconnect_attempts(max_reconnect_attempts)
-            .keep_open(keep_open)
-            .gate_ahead(gate_ahead);
+            .keep_open(keep_open);
+        if let Some(from) = gate_ahead {
+            config.gate_ahead(from);
+        }
         if let Some(seed) = jitter_seed {
             config.jitter_seed(seed);
         }

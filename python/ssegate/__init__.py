@@ -12,6 +12,10 @@ engine, and event data or a message that is one slice of such a chunk comes back
 buffers (`bytearray`, `memoryview`, ...) are copied once on the way in, since they may change. The
 GIL is released while the engine scans an input of 64 KiB or more.
 
+`ssegate.contract` is the wire contract every ssegate surface shares, read from the Rust crate: the
+JSON-RPC error codes (`Code`), the `data.kind` and `data.outcome` words (`Kind`, `Outcome`), the
+default limits (`DEFAULT_*`) and the stable words of the engine's outputs (`*_KINDS`).
+
 `ssegate.mcp.GuardedTransport` (needs the `mcp` SDK: `pip install ssegate[mcp]`) puts the engine
 under the official MCP Python SDK; see docs/PYTHON.md.
 """
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import enum
 
-from . import _ssegate
+from . import _ssegate, contract
 from ._ssegate import (
     Cursor,
     DecodeError,
@@ -57,6 +61,7 @@ __all__ = [
     "Skip",
     "Verdict",
     "__version__",
+    "contract",
     "gate",
 ]
 
@@ -82,10 +87,11 @@ _VERDICTS = {v.value: v for v in Verdict}
 _gate = _ssegate.gate
 
 
-def gate(data: bytes | bytearray | memoryview, *, max_depth: int = 1024) -> Verdict:
+def gate(data: bytes | bytearray | memoryview, *, max_depth: int | None = None) -> Verdict:
     """The JSON completeness verdict on `data`: `Verdict.COMPLETE` when it is exactly one JSON value
     (RFC 8259, UTF-8), `INCOMPLETE` for a proper prefix of one, `TRAILING` for one value followed by
-    more, `INVALID` otherwise. Nesting deeper than `max_depth` is `INVALID`.
+    more, `INVALID` otherwise. Nesting deeper than `max_depth` (None: the Rust gate's default, 1024
+    levels) is `INVALID`.
 
     A `bytes` object is scanned in place; any other buffer is copied first (a `bytearray` could be
     changed by another thread while the scan runs without the GIL). The GIL is released for inputs

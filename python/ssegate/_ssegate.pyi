@@ -5,23 +5,56 @@ from typing import Final, Literal, TypeAlias, final
 from typing_extensions import disjoint_base
 
 __all__ = [
-    "__version__",
-    "gate",
-    "_live_chunks",
-    "Decoder",
-    "Event",
-    "PartialEvent",
-    "DecodeError",
-    "ResumableStream",
-    "Output",
-    "Deliver",
-    "Skip",
+    "CODES",
+    "DATA_KIND",
+    "DATA_METHOD",
+    "DATA_OUTCOME",
+    "DATA_REASON",
+    "DATA_REFUSAL",
+    "DATA_STATUS",
+    "DECODE_ERROR_KINDS",
+    "DEFAULT_BACKOFF",
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_BLOCK",
+    "DEFAULT_MAX_DELAY",
+    "DEFAULT_MAX_ERROR_BODY",
+    "DEFAULT_MAX_EVENT",
+    "DEFAULT_MAX_FIELD",
+    "DEFAULT_MAX_JSON_BODY",
+    "DEFAULT_MAX_LINE",
+    "DEFAULT_MAX_RECONNECT_ATTEMPTS",
+    "DEFAULT_MAX_RESUMES",
+    "DEFAULT_MAX_STALLED_RESUMES",
+    "DEFAULT_MIN_DELAY",
+    "DEFAULT_REPLAY_TIMEOUT",
+    "DEFAULT_RETRY",
+    "FAILURE_KINDS",
+    "KINDS",
+    "OUTCOMES",
+    "REFUSAL_KINDS",
+    "RESTART_KINDS",
+    "RPC_KINDS",
+    "SKIP_KINDS",
+    "TOOLS_CALL",
     "Cursor",
-    "Dropped",
+    "DecodeError",
+    "Decoder",
+    "Deliver",
     "Disconnected",
-    "Reconnect",
-    "Finished",
+    "Dropped",
+    "Event",
     "Failed",
+    "Finished",
+    "Output",
+    "PartialEvent",
+    "Reconnect",
+    "ResumableStream",
+    "Skip",
+    "__version__",
+    "code_for",
+    "gate",
 ]
 
 __version__: Final[str]
@@ -29,11 +62,74 @@ __version__: Final[str]
 _Buffer: TypeAlias = bytes | bytearray | memoryview
 _RpcIdOut: TypeAlias = int | str | float | None
 
-def gate(data: _Buffer, /, max_depth: int = 1024) -> Literal["complete", "incomplete", "trailing", "invalid"]:
-    """The verdict's name (`ssegate.gate` returns it as a `Verdict`)."""
+# The stable words of what the engine reports, one alias per Rust enum (its `WORDS`; the module
+# attributes of the same name below hold them at run time; tests/test_contract.py checks each
+# alias against them).
+_FailureWord: TypeAlias = Literal["refused", "too-many-resumes", "no-progress", "reconnect-failed"]
+_RefusalWord: TypeAlias = Literal[
+    "partial-event",
+    "incomplete-message",
+    "trailing-bytes",
+    "invalid-message",
+    "stream-restarted",
+    "duplicate-response",
+    "gap",
+    "session-expired",
+    "replay-unavailable",
+    "busy",
+    "replay-missed",
+    "unresumable",
+    "unexpected-response",
+    "decode-limit",
+]
+_RestartWord: TypeAlias = Literal["id-reused", "backwards", "other-stream", "message-repeated"]
+_SkipWord: TypeAlias = Literal["exact-replay", "duplicate-response", "keep-alive", "error-frame"]
+_DecodeErrorWord: TypeAlias = Literal["line-too-long", "event-too-large", "field-too-long", "block-too-large"]
+_RpcKindWord: TypeAlias = Literal["request", "notification", "response", "batch", "other"]
 
-def _live_chunks() -> int:
-    """Shared `bytes` chunks still referenced by the engine or by event data (for tests)."""
+def gate(data: _Buffer, /, max_depth: int | None = None) -> Literal["complete", "incomplete", "trailing", "invalid"]:
+    """The verdict's name (`ssegate.gate` returns it as a `Verdict`); `max_depth` None: the Rust
+    gate's default limit."""
+
+# The wire contract (`ssegate::contract`), presented by `ssegate.contract`.
+
+def code_for(method: str, kind: str, outcome: str, /) -> int:
+    """`Code::for_answer` for a `Kind` word and an `Outcome` word, as the code's value."""
+
+CODES: Final[tuple[tuple[int, str, str], ...]]
+"""(value, word, message) of every code, in the contract table's order."""
+KINDS: Final[tuple[str, ...]]
+OUTCOMES: Final[tuple[str, ...]]
+TOOLS_CALL: Final[str]
+DATA_KIND: Final[str]
+DATA_OUTCOME: Final[str]
+DATA_METHOD: Final[str]
+DATA_REASON: Final[str]
+DATA_REFUSAL: Final[str]
+DATA_STATUS: Final[str]
+DEFAULT_MAX_EVENT: Final[int]
+DEFAULT_MAX_LINE: Final[int]
+DEFAULT_MAX_FIELD: Final[int]
+DEFAULT_MAX_BLOCK: Final[int]
+DEFAULT_MAX_JSON_BODY: Final[int]
+DEFAULT_MAX_ERROR_BODY: Final[int]
+DEFAULT_MAX_RESUMES: Final[int]
+DEFAULT_MAX_STALLED_RESUMES: Final[int]
+DEFAULT_MAX_RECONNECT_ATTEMPTS: Final[int]
+DEFAULT_CALL_TIMEOUT: Final[float]
+DEFAULT_CONNECT_TIMEOUT: Final[float]
+DEFAULT_REPLAY_TIMEOUT: Final[float]
+DEFAULT_IDLE_TIMEOUT: Final[float]
+DEFAULT_MAX_DELAY: Final[float]
+DEFAULT_MIN_DELAY: Final[float]
+DEFAULT_RETRY: Final[float]
+DEFAULT_BACKOFF: Final[float]
+REFUSAL_KINDS: Final[tuple[_RefusalWord, ...]]
+FAILURE_KINDS: Final[tuple[_FailureWord, ...]]
+RESTART_KINDS: Final[tuple[_RestartWord, ...]]
+SKIP_KINDS: Final[tuple[_SkipWord, ...]]
+DECODE_ERROR_KINDS: Final[tuple[_DecodeErrorWord, ...]]
+RPC_KINDS: Final[tuple[_RpcKindWord, ...]]
 
 class DecodeError(ValueError):
     """An SSE event went over one of the decoder's limits and was dropped: the decoder skipped to
@@ -43,7 +139,7 @@ class DecodeError(ValueError):
     completed (the dropped ones excepted), `errors` every limit error of the chunk in order (this
     one first)."""
 
-    kind: Literal["line-too-long", "event-too-large", "field-too-long", "block-too-large"]
+    kind: _DecodeErrorWord
     """Which limit."""
     limit: int
     """The limit, in bytes."""
@@ -96,7 +192,7 @@ class PartialEvent:
 @final
 class Decoder:
     """Incremental, zero-copy SSE decoder, exact to the WHATWG rules under any chunking. Every limit
-    defaults to the Rust decoder's (`DecoderConfig`)."""
+    defaults to the Rust decoder's (`DecoderConfig`): the `DEFAULT_*` of `ssegate.contract`."""
 
     def __new__(
         cls,
@@ -105,12 +201,14 @@ class Decoder:
         max_event: int = 67_108_864,
         max_field: int = 4096,
         max_block: int = 83_886_080,
-        copy_below: int = 256,
+        copy_below: int | None = None,
     ) -> Decoder:
-        """`max_line`: longest line, line end excluded; `max_event`: data bytes of one event (its
-        `data` values and their LF joins); `max_field`: longest `id`, `event` or `retry` value;
-        `max_block`: wire bytes of one open block (every line of an event before its blank line);
-        `copy_below`: data pieces shorter than this are copied rather than sliced."""
+        """`max_line`: longest line, line end excluded (`DEFAULT_MAX_LINE`); `max_event`: data bytes
+        of one event, its `data` values and their LF joins (`DEFAULT_MAX_EVENT`); `max_field`:
+        longest `id`, `event` or `retry` value (`DEFAULT_MAX_FIELD`); `max_block`: wire bytes of one
+        open block, every line of an event before its blank line (`DEFAULT_MAX_BLOCK`);
+        `copy_below`: data pieces shorter than this are copied rather than sliced (None: the Rust
+        decoder's default, 256)."""
     def feed(self, data: _Buffer) -> list[Event]:
         """Decodes a chunk and returns the events it completed. `bytes` are shared with the decoder
         (no copy); other buffers are copied once. The GIL is released for chunks of 64 KiB or more.
@@ -155,7 +253,7 @@ class Deliver(Output):
         is one slice of it (no copy), else of one new `bytes` (joined once). `bytes(out.message)`
         copies it."""
     @property
-    def rpc_kind(self) -> Literal["request", "response", "notification", "batch", "other"]:
+    def rpc_kind(self) -> _RpcKindWord:
         """What its top-level keys say it is."""
     @property
     def rpc_id(self) -> _RpcIdOut:
@@ -177,7 +275,7 @@ class Skip(Output):
     @property
     def kind(self) -> Literal["skip"]: ...
     @property
-    def skip(self) -> Literal["exact-replay", "duplicate-response", "keep-alive", "error-frame"]: ...
+    def skip(self) -> _SkipWord: ...
     @property
     def reason(self) -> str:
         """Why, in a few words."""
@@ -202,7 +300,12 @@ class Dropped(Output):
     def reason(self) -> str:
         """The decoder's error, in words."""
     @property
-    def error(self) -> Literal["line-too-long", "event-too-large", "field-too-long", "block-too-large"]: ...
+    def error(self) -> _DecodeErrorWord:
+        """Which limit."""
+    @property
+    def refusal(self) -> _RefusalWord:
+        """The refusal a driver ends a call with when the dropped event may have been its answer
+        (`"decode-limit"`)."""
     @property
     def event_id(self) -> bytes | None:
         """The dropped event's own id, when its `id` line came before the limit."""
@@ -253,36 +356,17 @@ class Failed(Output):
     @property
     def kind(self) -> Literal["failed"]: ...
     @property
-    def failure(self) -> Literal["refused", "too-many-resumes", "no-progress", "reconnect-failed"]: ...
+    def failure(self) -> _FailureWord:
+        """Why the stream stopped: also the `Kind` word an error answer reports."""
     @property
     def reason(self) -> str:
         """What happened, in words."""
     @property
-    def refusal(
-        self,
-    ) -> (
-        Literal[
-            "partial-event",
-            "incomplete-message",
-            "trailing-bytes",
-            "invalid-message",
-            "stream-restarted",
-            "duplicate-response",
-            "gap",
-            "session-expired",
-            "replay-unavailable",
-            "busy",
-            "replay-missed",
-            "unresumable",
-            "unexpected-response",
-            "decode-limit",
-        ]
-        | None
-    ):
+    def refusal(self) -> _RefusalWord | None:
         """The refusal's kind, when a refusal stopped the stream (for `reconnect-failed`, the
         server's last answer when it answered)."""
     @property
-    def restart(self) -> Literal["id-reused", "backwards", "other-stream", "message-repeated"] | None:
+    def restart(self) -> _RestartWord | None:
         """The evidence of a `stream-restarted` refusal."""
     @property
     def outstanding(self) -> list[_RpcIdOut]:
@@ -307,7 +391,9 @@ _AnyOutput: TypeAlias = Deliver | Skip | Cursor | Dropped | Disconnected | Recon
 class ResumableStream:
     """The sans-IO engine for one MCP Streamable HTTP stream (a POST's response and its
     resumptions, or the standalone GET stream). Every `now` and every deadline is
-    `time.monotonic()` seconds. Every setting defaults to the Rust `StreamConfig`'s."""
+    `time.monotonic()` seconds. Every setting defaults to the Rust `StreamConfig`'s: the limits to
+    the `DEFAULT_*` of `ssegate.contract`, and a setting given as None (`copy_below`, `gate_ahead`,
+    `window`, `unrequested_window`, `max_depth`) to the Rust config's own default."""
 
     def __new__(
         cls,
@@ -318,7 +404,7 @@ class ResumableStream:
         max_line: int = 67_108_864,
         max_field: int = 4096,
         max_block: int = 83_886_080,
-        copy_below: int = 256,
+        copy_below: int | None = None,
         replay_timeout: float = 10.0,
         idle_timeout: float | None = 300.0,
         default_retry: float = 1.0,
@@ -329,12 +415,12 @@ class ResumableStream:
         max_stalled_resumes: int = 4,
         max_reconnect_attempts: int = 6,
         jitter_seed: int | None = None,
-        gate_ahead: int = 4096,
+        gate_ahead: int | None = None,
         policy: Literal["verified", "strict"] = "verified",
-        window: int = 4096,
-        unrequested_window: int = 4096,
+        window: int | None = None,
+        unrequested_window: int | None = None,
         contiguous_ids: bool = False,
-        max_depth: int = 1024,
+        max_depth: int | None = None,
         max_isa: Literal["portable", "neon", "avx2", "avx512"] | None = None,
     ) -> ResumableStream: ...
     def expect_response(self, id: int | str) -> None:

@@ -1,5 +1,6 @@
 """`GuardedTransport`: the official Python MCP SDK's Streamable HTTP transport with every response
-body decoded, gated and guarded by ssegate's engine.
+body decoded, gated and guarded by ssegate's engine, and every request's answer bounded by a
+deadline.
 
 ```python
 from mcp import Client
@@ -18,44 +19,54 @@ proxies and TLS settings keep working. What changes is how an answer is read:
 - A stream cut on a 2025-era server is resumed in place (`GET` + `Last-Event-ID`) when the guard can
   prove the replay continues the cut stream. When it cannot (a restart, a gap, an empty replay...)
   or the server speaks 2026-07-28 (no resumption there), the request is answered with an error the
-  application can tell apart: `OutcomeUnknown` for a `tools/call` (the server may have run the
-  tool; nothing was sent again), `Refused` for anything else. The transport never sends a request
-  twice.
+  application can tell apart (below). The transport never sends a request twice.
+- Every request's answer has a deadline, `timeout` (600 s by default, as the Rust client and
+  `ssegate bridge`), from the request to its answer, resumes included: when it passes, the
+  connection is dropped and the request answered with the timeout error.
 - Bounded like the Rust client: a `JSON` answer up to `max_json_body` (64 MiB), an error answer's
   body read up to `max_error_body` (1 KiB), no redirect followed, each reconnect timed by the
   engine (`replay_timeout`, `idle_timeout`, `max_delay`).
 
-The SDK raises a JSON-RPC error as `mcp.shared.exceptions.MCPError`; inside `typed_errors()` the two
-this transport makes are raised as `OutcomeUnknown` and `Refused` (both `MCPError` subclasses).
+The errors are ssegate's wire contract (`ssegate.contract`, the same as the Rust client's, the rmcp
+adapter's and `ssegate bridge`'s): a JSON-RPC error whose `code` is one of
+
+- `OUTCOME_UNKNOWN` (-32050): a `tools/call` sent whose answer was lost (cut, refused, timed out,
+  torn): the server may have run the tool, and nothing was sent again;
+- `UNAVAILABLE` (-32051): the server could not be reached (`data.outcome` "not-run"), answered with
+  an error status, or gave no answer in time (another method than `tools/call`);
+- `SERVER_PROTOCOL` (-32052): the server broke the protocol (a torn or invalid answer);
+- `REFUSED` (-32053): the answer's stream was refused (it could not be resumed as the same stream);
+
+with the contract's `message` for the code and `data` saying what happened: `kind` (`refused`,
+`timeout`, `unreachable`, `status`...), `outcome` (`unknown`: the server may have acted; `not-run`),
+`method`, `reason` (one line), `refusal` (the engine's refusal, e.g. `replay-missed`, when it
+refused the stream) and `status` (the HTTP status, when there was one). An error the server
+answered itself is passed on as it is.
+
+The SDK raises a JSON-RPC error as `mcp.shared.exceptions.MCPError`; inside `typed_errors()` this
+transport's are raised as `OutcomeUnknown`, `Unavailable`, `ServerProtocol` and `Refused` (all
+`MCPError` subclasses).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
-from mcp.client.streamable_http import (
-    LAST_EVENT_ID,
-    RequestContext,
-    StreamableHTTPTransport,
-    StreamWriter,
-)
-from mcp.shared._context_streams import create_context_streams
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.client.streamable_http import LAST_EVENT_ID, RequestContext, StreamWriter
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCMessage,
     JSONRPCRequest,
     JSONRPCResponse,
     RequestId,
@@ -63,69 +74,173 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from . import ResumableStream, Verdict, gate
+from . import (
+    Deliver,
+    Disconnected,
+    Dropped,
+    Failed,
+    Finished,
+    Output,
+    Reconnect,
+    ResumableStream,
+    Verdict,
+    _sdk,
+    gate,
+)
+from .contract import (
+    DATA_KIND,
+    DATA_METHOD,
+    DATA_OUTCOME,
+    DATA_REASON,
+    DATA_REFUSAL,
+    DATA_STATUS,
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_DELAY,
+    DEFAULT_MAX_ERROR_BODY,
+    DEFAULT_MAX_EVENT,
+    DEFAULT_MAX_JSON_BODY,
+    DEFAULT_REPLAY_TIMEOUT,
+    Code,
+    Kind,
+    Outcome,
+    code_for,
+)
 
 __all__ = [
-    "GuardedTransport",
     "OUTCOME_UNKNOWN",
     "REFUSED",
+    "SERVER_PROTOCOL",
+    "UNAVAILABLE",
+    "GuardedTransport",
     "OutcomeUnknown",
     "Refused",
+    "ServerProtocol",
+    "Unavailable",
     "typed_errors",
 ]
 
 logger = logging.getLogger(__name__)
 
-OUTCOME_UNKNOWN = -32050
-"""JSON-RPC code of a `tools/call` whose answer was lost: the server may have run the tool."""
+OUTCOME_UNKNOWN = Code.OUTCOME_UNKNOWN
+"""-32050: a `tools/call` whose answer was lost: the server may have run the tool."""
 
-REFUSED = -32051
-"""JSON-RPC code of a request whose answer was lost or refused (no side effects are known)."""
+UNAVAILABLE = Code.UNAVAILABLE
+"""-32051: the server could not be reached, did not take the request, or gave no answer in time."""
 
-DEFAULT_MAX_EVENT = 64 << 20
-DEFAULT_MAX_JSON_BODY = 64 << 20
-DEFAULT_MAX_ERROR_BODY = 1 << 10
+SERVER_PROTOCOL = Code.SERVER_PROTOCOL
+"""-32052: the server broke the protocol (a torn, invalid or foreign answer)."""
+
+REFUSED = Code.REFUSED
+"""-32053: the answer's stream was refused: it could not be resumed as the same stream."""
 
 
 class OutcomeUnknown(MCPError):
-    """A `tools/call` whose answer was lost and could not be recovered: the server may have run the
-    tool, and the transport did not send it again. `data` says why (`reason`, `kind`)."""
+    """-32050: a `tools/call` whose answer was lost and could not be recovered: the server may have
+    run the tool, and the transport did not send it again. `data` says why (`kind`, `reason`)."""
+
+
+class Unavailable(MCPError):
+    """-32051: the server could not be reached (`data["outcome"]` is "not-run"), answered with an
+    error status (`data["status"]`), or gave no answer before the deadline (`data["kind"]` is
+    "timeout")."""
+
+
+class ServerProtocol(MCPError):
+    """-32052: the server broke the protocol: an answer that is not one complete JSON-RPC message, a
+    content type that is neither JSON nor an event stream, `202` to a request."""
 
 
 class Refused(MCPError):
-    """A request whose answer stream was refused or lost; the request has no known side effects, so
-    the application may send it again."""
+    """-32053: a request (not a `tools/call`) whose answer stream was refused: it could not be
+    resumed as the same stream (`data["refusal"]` says why, when the engine refused it)."""
+
+
+_TYPED: dict[int, type[MCPError]] = {
+    OUTCOME_UNKNOWN: OutcomeUnknown,
+    UNAVAILABLE: Unavailable,
+    SERVER_PROTOCOL: ServerProtocol,
+    REFUSED: Refused,
+}
 
 
 @contextlib.contextmanager
 def typed_errors() -> Iterator[None]:
-    """Raises this transport's errors as `OutcomeUnknown` and `Refused` instead of `MCPError`."""
+    """Raises an `MCPError` with one of this transport's codes as its class (`OutcomeUnknown`,
+    `Unavailable`, `ServerProtocol`, `Refused`) instead of as a plain `MCPError`."""
     try:
         yield
     except MCPError as e:
-        if type(e) is MCPError and e.code == OUTCOME_UNKNOWN:
-            raise OutcomeUnknown(e.code, e.message, e.data) from e
-        if type(e) is MCPError and e.code == REFUSED:
-            raise Refused(e.code, e.message, e.data) from e
-        raise
+        typed = _TYPED.get(e.code) if type(e) is MCPError else None
+        if typed is None:
+            raise
+        raise typed(e.code, e.message, e.data) from e
 
 
-def _method(message: Any) -> str:
-    return getattr(message, "method", "") or ""
+def _error_message(
+    request_id: RequestId,
+    method: str,
+    kind: Kind,
+    outcome: Outcome,
+    reason: str,
+    *,
+    refusal: str | None = None,
+    status: int | None = None,
+) -> JSONRPCError:
+    """The contract's error answering `method` request `request_id`."""
+    code = code_for(method, kind, outcome)
+    data: dict[str, Any] = {
+        DATA_KIND: kind.value,
+        DATA_OUTCOME: outcome.value,
+        DATA_METHOD: method,
+        DATA_REASON: reason,
+    }
+    if refusal is not None:
+        data[DATA_REFUSAL] = refusal
+    if status is not None:
+        data[DATA_STATUS] = status
+    error = ErrorData(code=int(code), message=code.message, data=data)
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
-def _lost(request_id: RequestId, method: str, reason: str, kind: str) -> SessionMessage:
-    """The error answering a request whose answer was lost."""
-    tool = method == "tools/call"
-    code = OUTCOME_UNKNOWN if tool else REFUSED
-    text = (
-        "outcome unknown: the call's answer was lost and it was not sent again; the tool may have run"
-        if tool
-        else "the answer was lost: " + reason
-    )
-    data = {"kind": kind, "outcome": "unknown", "method": method, "reason": reason}
-    error = ErrorData(code=code, message=text, data=data)
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+def _described(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class _Request:
+    """A request waiting for its answer. Every answer goes through `answer()`, which hands the
+    application one: a later one (an error after the response, the timeout error after an error
+    whose sending the deadline interrupted) is dropped here or, should it get through, by the SDK,
+    which drops an answer to a request it no longer waits for."""
+
+    def __init__(self, writer: StreamWriter, message: JSONRPCRequest) -> None:
+        self.writer = writer
+        self.id: RequestId = message.id
+        self.method = message.method
+        self.answered = False
+
+    async def answer(self, message: JSONRPCMessage) -> None:
+        if self.answered:
+            logger.debug("request %r is answered already; dropping %s", self.id, type(message).__name__)
+            return
+        try:
+            await self.writer.send(SessionMessage(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("the read stream closed before request %r could be answered", self.id)
+        self.answered = True
+
+    async def fail(
+        self,
+        kind: Kind,
+        outcome: Outcome,
+        reason: str,
+        *,
+        refusal: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        """Answers with the contract's error (its code by `code_for`)."""
+        error = _error_message(self.id, self.method, kind, outcome, reason, refusal=refusal, status=status)
+        await self.answer(error)
 
 
 async def _read_capped(response: httpx2.Response, cap: int) -> tuple[bytes, bool]:
@@ -140,13 +255,26 @@ async def _read_capped(response: httpx2.Response, cap: int) -> tuple[bytes, bool
     return bytes(out), False
 
 
-class _GuardedHTTP(StreamableHTTPTransport):
-    """The SDK's transport, reading every answer through ssegate's engine."""
+async def _close(response: httpx2.Response) -> None:
+    """Closes a response (and, unless it was read to its end, its connection), even when the task
+    is being cancelled (the deadline)."""
+    with anyio.move_on_after(5, shield=True):
+        await response.aclose()
+
+
+def _is_event_stream(response: httpx2.Response) -> bool:
+    content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    return response.status_code == 200 and content_type == "text/event-stream"
+
+
+class _GuardedHTTP(_sdk.Transport):
+    """The SDK's transport, reading every answer through ssegate's engine, within the deadline."""
 
     def __init__(
         self,
         url: str,
         *,
+        timeout: float | None,
         max_event: int,
         max_json_body: int,
         max_error_body: int,
@@ -156,6 +284,7 @@ class _GuardedHTTP(StreamableHTTPTransport):
     ) -> None:
         # The SDK's own event cap is off: the engine's limit (max_event) holds instead.
         super().__init__(url, max_sse_event_size=None)
+        self._timeout = timeout
         self._stream_options: dict[str, Any] = {
             "max_event": max_event,
             "replay_timeout": replay_timeout,
@@ -166,174 +295,181 @@ class _GuardedHTTP(StreamableHTTPTransport):
         self._max_error_body = max_error_body
 
     def _modern(self) -> bool:
-        return self._protocol_version_header in MODERN_PROTOCOL_VERSIONS
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
-    async def _handle_post_request(self, ctx: RequestContext) -> None:
+    def _stream(self, request: _Request) -> ResumableStream:
+        stream = ResumableStream(resumable=not self._modern(), **self._stream_options)
+        stream.expect_response(request.id)
+        return stream
+
+    async def _within_deadline(self, request: _Request | None, work: Callable[[], Awaitable[None]]) -> None:
+        """Runs `work` (a request's exchange, to its answer) within the deadline. When it passes,
+        the work is cancelled (its connection dropped) and the request answered with the timeout
+        error, unless it was answered already."""
+        if self._timeout is None:
+            await work()
+            return
+        with anyio.move_on_after(self._timeout) as scope:
+            await work()
+        if not scope.cancelled_caught:
+            return
+        if request is None:
+            logger.warning("a message's POST got no answer within %g s; its connection was dropped", self._timeout)
+        elif not request.answered:
+            reason = f"no answer within {self._timeout:g} s (the call's deadline); the connection was dropped"
+            await request.fail(Kind.TIMEOUT, Outcome.UNKNOWN, reason)
+
+    async def on_post(self, ctx: RequestContext) -> None:
         message = ctx.session_message.message
-        is_request = isinstance(message, JSONRPCRequest)
-        headers = self._prepare_headers()
+        request = _Request(ctx.read_stream_writer, message) if isinstance(message, JSONRPCRequest) else None
+        await self._within_deadline(request, lambda: self._post(ctx, message, request))
+
+    async def _post(self, ctx: RequestContext, message: JSONRPCMessage, request: _Request | None) -> None:
+        headers = self.request_headers()
         if ctx.metadata is not None and ctx.metadata.headers is not None:
             headers.update(ctx.metadata.headers)
         body = message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-        request = ctx.client.build_request("POST", self.url, json=body, headers=headers)
+        http_request = ctx.client.build_request("POST", self.url, json=body, headers=headers)
         try:
-            response = await ctx.client.send(request, stream=True, follow_redirects=False)
+            response = await ctx.client.send(http_request, stream=True, follow_redirects=False)
         except httpx2.TransportError as exc:
-            if not is_request:
-                raise
-            # A connect failure sent nothing; anything later may have reached the server.
-            kind = "unreachable" if isinstance(exc, httpx2.ConnectError) else "http"
-            reason = f"{type(exc).__name__}: {exc}"
-            if kind == "unreachable":
-                error = ErrorData(code=REFUSED, message=f"the server could not be reached: {reason}",
-                                  data={"kind": kind, "outcome": "not-run", "method": _method(message)})
-                reply = SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
+            if request is None:
+                logger.warning("a message could not be sent: %s", _described(exc))
+                return
+            # A connection that was never made sent nothing; anything later may have reached the
+            # server.
+            if isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout):
+                await request.fail(Kind.UNREACHABLE, Outcome.NOT_RUN, _described(exc))
             else:
-                reply = _lost(message.id, _method(message), reason, kind)
-            await ctx.read_stream_writer.send(reply)
+                await request.fail(Kind.HTTP, Outcome.UNKNOWN, _described(exc))
             return
         try:
-            await self._answered(ctx, message, response)
+            if request is not None:
+                await self._answered(ctx, message, request, response)
         finally:
-            await response.aclose()
+            await _close(response)
 
-    async def _answered(self, ctx: RequestContext, message: Any, response: httpx2.Response) -> None:
-        is_request = isinstance(message, JSONRPCRequest)
+    async def _answered(
+        self, ctx: RequestContext, message: JSONRPCMessage, request: _Request, response: httpx2.Response
+    ) -> None:
         status = response.status_code
         if status == 202:
-            if is_request:
-                await self._resolve_abandoned_request(
-                    ctx.read_stream_writer, message.id, "server answered a request with 202 Accepted",
-                    code=INVALID_REQUEST,
-                )
+            reason = "the server answered the request 202 Accepted: no answer will follow"
+            await request.fail(Kind.PROTOCOL, Outcome.UNKNOWN, reason, status=status)
             return
         if 300 <= status < 400:
-            if is_request:
-                where = response.headers.get("location", "(no Location)")
-                await self._resolve_abandoned_request(
-                    ctx.read_stream_writer, message.id,
-                    f"the server answered {status}, a redirect to {where}, which is not followed",
-                    code=INVALID_REQUEST,
-                )
+            where = response.headers.get("location", "(no Location)")
+            reason = f"the server answered {status}, a redirect to {where}, which is not followed"
+            await request.fail(Kind.REDIRECT, Outcome.NOT_RUN, reason, status=status)
             return
         if status >= 400:
-            if not is_request:
-                return
-            body, _ = await _read_capped(response, self._max_error_body)
-            content_type = response.headers.get("content-type", "").lower()
-            if content_type.startswith("application/json"):
-                try:
-                    parsed = jsonrpc_message_adapter.validate_json(body, by_name=False)
-                    if isinstance(parsed, JSONRPCError):
-                        reply = JSONRPCError(jsonrpc="2.0", id=message.id, error=parsed.error)
-                        await ctx.read_stream_writer.send(SessionMessage(reply))
-                        return
-                except ValueError:
-                    pass
-            if status == 404:
-                error = (
-                    ErrorData(code=METHOD_NOT_FOUND, message="Not Found")
-                    if self.session_id is None
-                    else ErrorData(code=INVALID_REQUEST, message="Session terminated")
-                )
-            else:
-                error = ErrorData(code=INTERNAL_ERROR, message=f"Server returned an error response ({status})")
-            await ctx.read_stream_writer.send(
-                SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
-            )
+            await self._status_answer(request, response)
             return
-        if self._is_initialization_request(message):
-            self._maybe_extract_session_id_from_response(response)
-        if not is_request:
-            return
+        if self.is_initialize(message):
+            self.take_session_id(response)
         content_type = response.headers.get("content-type", "").lower()
         if content_type.startswith("application/json"):
-            await self._json_answer(ctx, message, response)
+            await self._json_answer(request, response)
         elif content_type.startswith("text/event-stream"):
-            await self._handle_sse_response(response, ctx)
+            stream = self._stream(request)
+            await _Drive(self, stream, ctx.client, ctx.read_stream_writer, request, ctx.metadata).run(response)
         else:
-            error = ErrorData(code=INVALID_REQUEST, message=f"Unexpected content type: {content_type}")
-            await ctx.read_stream_writer.send(
-                SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
-            )
+            reason = f"the answer's content type is {content_type or 'missing'}: neither JSON nor an event stream"
+            await request.fail(Kind.PROTOCOL, Outcome.UNKNOWN, reason, status=status)
 
-    async def _json_answer(self, ctx: RequestContext, message: Any, response: httpx2.Response) -> None:
+    async def _status_answer(self, request: _Request, response: httpx2.Response) -> None:
+        """An error status: the server's own JSON-RPC error when its body is one, else the
+        contract's `status` error (a 4xx was not run; after a 5xx the outcome is unknown)."""
+        status = response.status_code
+        try:
+            body, _ = await _read_capped(response, self._max_error_body)
+        except (httpx2.TransportError, httpx2.StreamError):
+            body = b""
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            try:
+                parsed = jsonrpc_message_adapter.validate_json(body, by_name=False)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, JSONRPCError):
+                # The server may have set `id: null`; the answer carries this request's id.
+                await request.answer(JSONRPCError(jsonrpc="2.0", id=request.id, error=parsed.error))
+                return
+        text = " ".join(body.decode("utf-8", "replace").split())
+        reason = f"the server answered {status}" + (f": {text}" if text else "")
+        outcome = Outcome.NOT_RUN if status < 500 else Outcome.UNKNOWN
+        await request.fail(Kind.STATUS, outcome, reason, status=status)
+
+    async def _json_answer(self, request: _Request, response: httpx2.Response) -> None:
         """A JSON answer: read up to the cap, gated whole, then parsed."""
         try:
             body, more = await _read_capped(response, self._max_json_body)
-        except httpx2.TransportError as exc:
-            await ctx.read_stream_writer.send(
-                _lost(message.id, _method(message), f"{type(exc).__name__}: {exc}", "http")
-            )
+        except (httpx2.TransportError, httpx2.StreamError) as exc:
+            await request.fail(Kind.HTTP, Outcome.UNKNOWN, f"the JSON answer was cut: {_described(exc)}")
             return
         verdict = Verdict.INCOMPLETE if more else gate(body)
         if more or verdict is not Verdict.COMPLETE:
-            why = (
-                f"the JSON answer exceeds {self._max_json_body} bytes"
+            reason = (
+                f"the JSON answer exceeds {self._max_json_body} bytes (max_json_body)"
                 if more
                 else f"the JSON answer is {verdict}, not one complete JSON value"
             )
-            error = ErrorData(code=PARSE_ERROR, message=why)
-            await ctx.read_stream_writer.send(
-                SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
-            )
+            await request.fail(Kind.PROTOCOL, Outcome.UNKNOWN, reason)
             return
-        parsed = jsonrpc_message_adapter.validate_json(body, by_name=False)
-        await ctx.read_stream_writer.send(SessionMessage(parsed))
-
-    async def _handle_sse_response(self, response: httpx2.Response, ctx: RequestContext) -> None:
-        message = ctx.session_message.message
-        assert isinstance(message, JSONRPCRequest)
-        stream = ResumableStream(resumable=not self._modern(), **self._stream_options)
-        stream.expect_response(message.id)
-        await _Drive(self, stream, ctx.client, ctx.read_stream_writer, ctx).run(response)
+        try:
+            parsed = jsonrpc_message_adapter.validate_json(body, by_name=False)
+        except ValueError as exc:
+            reason = f"the JSON answer is not a JSON-RPC message the SDK takes: {exc}"
+            await request.fail(Kind.PROTOCOL, Outcome.UNKNOWN, reason)
+            return
+        await request.answer(parsed)
 
     async def handle_get_stream(self, client: httpx2.AsyncClient, read_stream_writer: StreamWriter) -> None:
-        """The standalone `GET` stream, guarded and resumed like a response stream."""
+        """The standalone `GET` stream, guarded and resumed like a response stream (no deadline:
+        it answers no request)."""
         if not self.session_id or self._modern():
             return
         stream = ResumableStream(keep_open=True, **self._stream_options)
-        drive = _Drive(self, stream, client, read_stream_writer, None)
-        response = await drive.get(None)
-        if response is None:
+        drive = _Drive(self, stream, client, read_stream_writer, None, None)
+        try:
+            response = await drive.get(None)
+        except httpx2.TransportError as exc:
+            logger.debug("no GET stream: %s", _described(exc))
             return
         if not _is_event_stream(response):
             # 405: the server offers no GET stream; anything else: none is opened either.
             logger.debug("no GET stream: %s", response.status_code)
-            await response.aclose()
+            await _close(response)
             return
         await drive.run(response)
 
-    async def _handle_resumption_request(self, ctx: RequestContext) -> None:
+    async def on_resumption(self, ctx: RequestContext) -> None:
         """A request the application resumes from a token it kept (`resumption_token`): `GET` with
-        `Last-Event-ID`, the stream read by the engine like any other. The engine did not see the
-        stream the token came from, so the replay's first event is taken as the server sends it;
-        every later cut of this stream is guarded as usual."""
+        `Last-Event-ID`, the stream read by the engine like any other, within the deadline. The
+        engine did not see the stream the token came from, so the replay's first event is taken as
+        the server sends it; every later cut of this stream is guarded as usual."""
         message = ctx.session_message.message
-        assert isinstance(message, JSONRPCRequest)
         token = ctx.metadata.resumption_token if ctx.metadata is not None else None
-        if not token:
-            raise ValueError("a resumption request needs a resumption token")
-        stream = ResumableStream(resumable=not self._modern(), **self._stream_options)
-        stream.expect_response(message.id)
-        drive = _Drive(self, stream, ctx.client, ctx.read_stream_writer, ctx)
-        response = await drive.get(token.encode("latin-1"))
-        if response is None:
-            reply = _lost(message.id, _method(message), "the resumption GET failed", "http")
-            await ctx.read_stream_writer.send(reply)
+        if not isinstance(message, JSONRPCRequest) or not token:
+            raise ValueError("a resumption needs a request and a resumption token")
+        request = _Request(ctx.read_stream_writer, message)
+        await self._within_deadline(request, lambda: self._resume(ctx, request, token))
+
+    async def _resume(self, ctx: RequestContext, request: _Request, token: str) -> None:
+        drive = _Drive(self, self._stream(request), ctx.client, ctx.read_stream_writer, request, ctx.metadata)
+        try:
+            response = await drive.get(token.encode("latin-1"))
+        except httpx2.TransportError as exc:
+            reason = f"the resumption GET failed: {_described(exc)}"
+            await request.fail(Kind.RECONNECT_FAILED, Outcome.UNKNOWN, reason)
             return
         if not _is_event_stream(response):
             status = response.status_code
-            await response.aclose()
-            reason = f"the resumption GET was answered {status}"
-            await ctx.read_stream_writer.send(_lost(message.id, _method(message), reason, "refused"))
+            content_type = response.headers.get("content-type", "(none)")
+            await _close(response)
+            reason = f"the resumption GET was answered {status} ({content_type}), not with the stream"
+            await request.fail(Kind.STATUS, Outcome.UNKNOWN, reason, status=status)
             return
         await drive.run(response)
-
-
-def _is_event_stream(response: httpx2.Response) -> bool:
-    content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-    return response.status_code == 200 and content_type == "text/event-stream"
 
 
 _DONE = object()
@@ -349,32 +485,27 @@ class _Drive:
         stream: ResumableStream,
         client: httpx2.AsyncClient,
         writer: StreamWriter,
-        ctx: RequestContext | None,
+        request: _Request | None,
+        metadata: ClientMessageMetadata | None,
     ) -> None:
         self.transport = transport
         self.stream = stream
         self.client = client
         self.writer = writer
-        self.ctx = ctx
-        message = ctx.session_message.message if ctx is not None else None
-        self.request_id: RequestId | None = getattr(message, "id", None)
-        self.method = _method(message)
+        self.request = request
+        self.metadata = metadata
         self.cursor: bytes | None = None
-        self.pending: Any = None
+        self.pending: Reconnect | None = None
 
-    async def get(self, last_event_id: bytes | None) -> httpx2.Response | None:
-        """`GET` on the session, with `Last-Event-ID` when there is one; None if it failed."""
-        headers = self.transport._prepare_headers()
+    async def get(self, last_event_id: bytes | None) -> httpx2.Response:
+        """`GET` on the session, with `Last-Event-ID` when there is one."""
+        headers = self.transport.request_headers()
         headers["accept"] = "text/event-stream"
         headers.pop("content-type", None)
         if last_event_id is not None:
             headers[LAST_EVENT_ID] = last_event_id.decode("latin-1")
         request = self.client.build_request("GET", self.transport.url, headers=headers)
-        try:
-            return await self.client.send(request, stream=True, follow_redirects=False)
-        except httpx2.TransportError as exc:
-            logger.debug("GET failed: %s", exc)
-            return None
+        return await self.client.send(request, stream=True, follow_redirects=False)
 
     async def run(self, response: httpx2.Response) -> None:
         current: httpx2.Response | None = response
@@ -382,7 +513,7 @@ class _Drive:
             try:
                 state = await self.read(current)
             finally:
-                await current.aclose()
+                await _close(current)
             if state is _DONE:
                 return
             current = await self.next_connection()
@@ -405,30 +536,36 @@ class _Drive:
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(reader)
             try:
-                while True:
-                    deadline = self.stream.poll_timeout()
-                    item = None
-                    if deadline is None:
-                        item = await receive.receive()
-                    else:
-                        with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
-                            item = await receive.receive()
-                    now = time.monotonic()
-                    if item is None:
-                        # A deadline passed: a replay that brought nothing is refused, an idle
-                        # connection is ended by the engine (and then resumed).
-                        self.stream.handle_timeout(now)
-                    elif item[0] == "chunk":
-                        self.stream.feed(item[1], now)
-                    else:
-                        self.stream.connection_ended(item[1], now)
-                    state = await self.drain()
-                    if state is not None:
-                        return state
-                    if item is not None and item[0] == "end":
-                        return _ENDED
+                state = await self.consume(receive)
             finally:
                 tg.cancel_scope.cancel()
+        return state
+
+    async def consume(self, receive: anyio.abc.ObjectReceiveStream[tuple[str, Any]]) -> object:
+        """Feeds the engine what the connection's reader hands over, and the engine's deadlines as
+        they pass, until the stream is done with (`_DONE`) or the connection is over (`_ENDED`)."""
+        while True:
+            deadline = self.stream.poll_timeout()
+            item = None
+            if deadline is None:
+                item = await receive.receive()
+            else:
+                with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+                    item = await receive.receive()
+            now = time.monotonic()
+            if item is None:
+                # A deadline passed: a replay that brought nothing is refused, an idle connection
+                # is ended by the engine (and then resumed).
+                self.stream.handle_timeout(now)
+            elif item[0] == "chunk":
+                self.stream.feed(item[1], now)
+            else:
+                self.stream.connection_ended(item[1], now)
+            state = await self.drain()
+            if state is not None:
+                return state
+            if item is not None and item[0] == "end":
+                return _ENDED
 
     async def drain(self) -> object:
         """Handles what the engine has to say while a connection is open: `_DONE` once the stream
@@ -436,17 +573,18 @@ class _Drive:
         while (out := self.stream.poll()) is not None:
             if await self.handle(out):
                 return _DONE
-            if out.kind == "reconnect":
+            if isinstance(out, Reconnect):
                 self.pending = out
                 return _ENDED
-            if out.kind == "disconnected":
+            if isinstance(out, Disconnected):
                 return _ENDED
         return None
 
     async def next_connection(self) -> httpx2.Response | None:
         """After a connection ended: the next one to read (a resume), or None when done."""
         while True:
-            out, self.pending = self.pending or self.stream.poll(), None
+            out: Output | None = self.pending or self.stream.poll()
+            self.pending = None
             if out is None:
                 deadline = self.stream.poll_timeout()
                 if deadline is None:
@@ -454,72 +592,82 @@ class _Drive:
                 await anyio.sleep(max(0.0, deadline - time.monotonic()))
                 self.stream.handle_timeout(time.monotonic())
                 continue
-            if out.kind == "reconnect":
-                response = await self.get(out.last_event_id)
-                now = time.monotonic()
-                if response is None:
-                    self.stream.reconnect_failed(now)
+            if isinstance(out, Reconnect):
+                try:
+                    response = await self.get(out.last_event_id)
+                except httpx2.TransportError as exc:
+                    logger.debug("a resume failed: %s", _described(exc))
+                    self.stream.reconnect_failed(time.monotonic())
                     continue
                 answer = self.stream.reconnect_response(
                     response.status_code,
                     response.headers.get("content-type"),
                     response.headers.get("retry-after"),
-                    now,
+                    time.monotonic(),
                 )
                 if answer == "read":
                     return response
-                await response.aclose()
+                await _close(response)
                 continue
             if await self.handle(out):
                 return None
 
-    async def handle(self, out: Any) -> bool:
+    async def handle(self, out: Output) -> bool:
         """One output of the engine; True when the stream is done with."""
-        kind = out.kind
-        if kind == "deliver":
+        if isinstance(out, Deliver):
             await self.deliver(out)
             return False
-        if kind == "finished":
+        if isinstance(out, Finished):
             return True
-        if kind == "failed":
-            reason = out.reason
-            logger.warning("the response stream was lost: %s", reason)
-            if self.request_id is not None:
-                await self.writer.send(_lost(self.request_id, self.method, reason, out.failure))
+        if isinstance(out, Failed):
+            logger.warning("the response stream was lost: %s", out.reason)
+            if self.request is not None:
+                await self.request.fail(Kind(out.failure), Outcome.UNKNOWN, out.reason, refusal=out.refusal)
             return True
-        if kind == "dropped":
-            # An event over a limit while the response is outstanding may have been the response.
-            if self.request_id is not None:
-                reason = f"an event was dropped over a limit: {out.reason}"
-                await self.writer.send(_lost(self.request_id, self.method, reason, "limit"))
+        if isinstance(out, Dropped):
+            # An event over a limit while the response is outstanding may have been the response:
+            # nothing will come in its place.
+            if self.request is not None and out.outstanding:
+                reason = f"an event was dropped over a limit ({out.error}): {out.reason}"
+                await self.request.fail(Kind.REFUSED, Outcome.UNKNOWN, reason, refusal=out.refusal)
                 return True
             logger.warning("an event was dropped: %s", out.reason)
         return False
 
-    async def deliver(self, out: Any) -> None:
+    async def deliver(self, out: Deliver) -> None:
         # One copy, into what pydantic parses; the engine has already gated it as one JSON value.
         data = bytes(out.message)
-        response = out.rpc_kind == "response"
+        request = self.request
+        # The engine delivers one response per request id: a message with this request's id is
+        # its answer (a notification has no id).
+        answers = request is not None and out.rpc_id is not None and out.rpc_id == request.id
         try:
             parsed = jsonrpc_message_adapter.validate_json(data, by_name=False)
         except ValueError as exc:
             logger.warning("a message the SDK does not take: %s", exc)
-            if response and self.request_id is not None:
-                error = ErrorData(code=PARSE_ERROR, message=f"the response is not a JSON-RPC message the SDK takes: {exc}")
-                await self.writer.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=self.request_id, error=error)))
+            if request is not None and answers:
+                reason = f"the answer is not a JSON-RPC message the SDK takes: {exc}"
+                await request.fail(Kind.PROTOCOL, Outcome.UNKNOWN, reason)
             else:
                 await self.writer.send(exc)
             return
-        if response and self.request_id is not None and isinstance(parsed, JSONRPCResponse | JSONRPCError):
+        if request is not None and answers and isinstance(parsed, JSONRPCResponse | JSONRPCError):
             # As the SDK does: the answer carries the id the request was sent with.
-            parsed.id = self.request_id
-        await self.writer.send(SessionMessage(parsed))
+            parsed.id = request.id
+            await request.answer(parsed)
+        else:
+            await self.writer.send(SessionMessage(parsed))
         cursor = self.stream.cursor
-        if cursor is not None and cursor != self.cursor and self.ctx is not None:
+        if cursor is not None and cursor != self.cursor and self.metadata is not None:
             self.cursor = cursor
-            metadata = self.ctx.metadata
-            if metadata is not None and metadata.on_resumption_token_update is not None:
-                await metadata.on_resumption_token_update(cursor.decode("latin-1"))
+            if self.metadata.on_resumption_token_update is not None:
+                await self.metadata.on_resumption_token_update(cursor.decode("latin-1"))
+
+
+def _checked_timeout(timeout: float | None) -> float | None:
+    if timeout is not None and not (timeout > 0 and not math.isnan(timeout)):
+        raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+    return timeout
 
 
 class GuardedTransport:
@@ -532,6 +680,10 @@ class GuardedTransport:
         auth: An `httpx2.Auth` (ignored when `httpx_client` is given).
         httpx_client: Your own `httpx2.AsyncClient` (you close it); redirects are never followed.
         terminate_on_close: End the session with `DELETE` on exit.
+        timeout: Seconds from a request to its answer, resumes included (600 by default, as the
+            Rust client's); when they pass, the connection is dropped and the request answered
+            with the contract's timeout error (`OutcomeUnknown` for a `tools/call`, `Unavailable`
+            for another method; `data["kind"]` "timeout"). None: no deadline.
         max_event: The largest SSE event (bytes of data).
         max_json_body: The largest `application/json` answer.
         max_error_body: How much of an error answer's body is read.
@@ -548,12 +700,13 @@ class GuardedTransport:
         auth: httpx2.Auth | None = None,
         httpx_client: httpx2.AsyncClient | None = None,
         terminate_on_close: bool = True,
+        timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_event: int = DEFAULT_MAX_EVENT,
         max_json_body: int = DEFAULT_MAX_JSON_BODY,
         max_error_body: int = DEFAULT_MAX_ERROR_BODY,
-        replay_timeout: float = 10.0,
-        idle_timeout: float | None = 300.0,
-        max_delay: float = 60.0,
+        replay_timeout: float = DEFAULT_REPLAY_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        max_delay: float = DEFAULT_MAX_DELAY,
     ) -> None:
         self.url = url
         self._headers = headers
@@ -562,6 +715,7 @@ class GuardedTransport:
         self._terminate = terminate_on_close
         self._transport = _GuardedHTTP(
             url,
+            timeout=_checked_timeout(timeout),
             max_event=max_event,
             max_json_body=max_json_body,
             max_error_body=max_error_body,
@@ -599,16 +753,18 @@ class GuardedTransport:
         async with contextlib.AsyncExitStack() as stack:
             client = self._client
             if client is None:
-                client = create_mcp_http_client(headers=self._headers, auth=self._auth)
+                client = _sdk.create_mcp_http_client(headers=self._headers, auth=self._auth)
                 await stack.enter_async_context(client)
-            read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-            write_stream, write_reader = create_context_streams[SessionMessage](0)
+            read_writer, read_stream = _sdk.create_context_streams[SessionMessage | Exception](0)
+            write_stream, write_reader = _sdk.create_context_streams[SessionMessage](0)
             async with read_writer, read_stream, write_stream, write_reader, anyio.create_task_group() as tg:
 
                 def start_get_stream() -> None:
                     tg.start_soon(transport.handle_get_stream, client, read_writer)
 
-                tg.start_soon(transport.post_writer, client, write_reader, read_writer, write_stream, start_get_stream, tg)
+                tg.start_soon(
+                    transport.post_writer, client, write_reader, read_writer, write_stream, start_get_stream, tg
+                )
                 try:
                     yield read_stream, write_stream
                 finally:

@@ -19,11 +19,8 @@ from ssegate.mcp import GuardedTransport
 async def main(url: str, size: int, calls: int, transport: str) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     length = 0
-    if transport == "sdk":
-        # The SDK's own transport with its event cap off: what the SDK itself holds for a result.
-        server = streamable_http_client(url, max_sse_event_size=None)
-    else:
-        server = GuardedTransport(url)
+    # "sdk": the SDK's own transport with its event cap off, what the SDK itself holds for a result.
+    server = streamable_http_client(url, max_sse_event_size=None) if transport == "sdk" else GuardedTransport(url)
     async with Client(server) as client:
         for _ in range(calls):
             result = await client.call_tool("big_result", {"size": size, "seed": 1})

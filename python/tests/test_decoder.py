@@ -3,6 +3,7 @@ typed error, zero-copy data, and no panic for any input."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import random
 import time
@@ -61,7 +62,7 @@ def test_conformance_under_every_chunking(case) -> None:
     rng = random.Random(case.name)
     for _ in range(50):
         cuts = sorted(rng.randrange(n + 1) for _ in range(rng.randrange(8)))
-        pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, n])]
+        pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
         assert outcome(pieces) == want, f"cuts {cuts}"
 
 
@@ -120,7 +121,7 @@ def test_random_streams_every_chunking() -> None:
         assert got == events
         for _ in range(20):
             cuts = sorted(rng.randrange(len(raw) + 1) for _ in range(rng.randrange(1, 30)))
-            pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)])]
+            pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
             assert outcome(pieces)[0] == got
 
 
@@ -185,7 +186,7 @@ def test_each_limit(limits, stream, kind) -> None:
     for chunks in ([stream], [stream[i : i + 1] for i in range(len(stream))]):
         d = Decoder(**limits)
         errors = []
-        for c in chunks + [b"data: next\n\n"]:
+        for c in [*chunks, b"data: next\n\n"]:
             try:
                 events = d.feed(c)
             except DecodeError as e:
@@ -268,16 +269,22 @@ def test_bytearray_input_is_copied() -> None:
     assert bytes(ev.data) == b"mutable"
 
 
+# The test hook of the cargo feature `testing`, which python/test builds with (no wheel has it).
+_live_chunks = getattr(ssegate._ssegate, "_live_chunks", None)
+
+
+@pytest.mark.skipif(_live_chunks is None, reason="ssegate built without the cargo feature `testing`")
 def test_chunks_are_released() -> None:
+    assert _live_chunks is not None
     gc.collect()
-    base = ssegate._ssegate._live_chunks()
+    base = _live_chunks()
     d = Decoder()
     events = d.feed(b"data: " + b"z" * 1000 + b"\n\ndata: open")
     views = [ev.data for ev in events]
-    assert ssegate._ssegate._live_chunks() == base + 1
+    assert _live_chunks() == base + 1
     del events, views, d
     gc.collect()
-    assert ssegate._ssegate._live_chunks() == base
+    assert _live_chunks() == base
 
 
 def test_bad_input_types() -> None:
@@ -303,10 +310,8 @@ def test_no_panic_for_any_input() -> None:
         at = 0
         while at < len(raw):
             n = rng.randrange(1, 50)
-            try:
+            with contextlib.suppress(DecodeError):
                 d.feed(raw[at : at + n])
-            except DecodeError:
-                pass
             at += n
         d.finish()
 

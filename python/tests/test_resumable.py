@@ -332,7 +332,7 @@ def test_the_delay_is_the_servers_retry_clamped() -> None:
     assert d.kind == "disconnected" and d.delay == 5.0 and d.last_event_id == b"a"
     assert s.server_retry == pytest.approx(1e9)
     assert s.poll_timeout() == pytest.approx(T0 + 5.0, abs=1e-6)
-    r, now = until_reconnect(s, T0, outs)
+    _, now = until_reconnect(s, T0, outs)
     assert now == pytest.approx(T0 + 5.0, abs=1e-6)
 
 
@@ -482,7 +482,15 @@ def test_an_invalid_message_is_refused() -> None:
 def test_properties() -> None:
     s = new_stream()
     assert (s.cursor, s.is_done, s.is_open, s.outstanding, s.resumes) == (None, False, True, [7], 0)
-    assert set(s.stats) == {"events", "delivered", "delivered_bytes", "skipped", "discarded_partials", "discarded_bytes", "resumes"}
+    assert set(s.stats) == {
+        "events",
+        "delivered",
+        "delivered_bytes",
+        "skipped",
+        "discarded_partials",
+        "discarded_bytes",
+        "resumes",
+    }
     assert s.gate_isa in ("portable", "neon", "avx2", "avx512")
     s.feed(sse("c1", b""), T0)
     assert s.poll().kind == "cursor" and s.cursor == b"c1"
@@ -501,7 +509,13 @@ def test_bad_arguments() -> None:
         s.connection_ended("reset", T0)
     with pytest.raises(TypeError):
         s.feed("data: x\n\n", T0)  # type: ignore[arg-type]
-    for kw in ({"replay_timeout": -1.0}, {"max_delay": math.nan}, {"idle_timeout": 1e12}, {"policy": "lax"}, {"max_isa": "sse9"}):
+    for kw in (
+        {"replay_timeout": -1.0},
+        {"max_delay": math.nan},
+        {"idle_timeout": 1e12},
+        {"policy": "lax"},
+        {"max_isa": "sse9"},
+    ):
         with pytest.raises(ValueError):
             ResumableStream(**kw)
     with pytest.raises(OverflowError):
@@ -514,7 +528,17 @@ def test_no_panic_for_any_sequence_of_calls() -> None:
     """Random calls with random times (going backwards too) and random bytes: outputs or
     ValueError/TypeError for bad arguments, never a Rust panic (a BaseException)."""
     rng = random.Random(11)
-    pieces = [sse("1", b""), sse("2", progress(2)), sse("3", result(7)), b"data: {", b"id: 9\n", b"\r\n", b"retry: 5\n", b"event: error\ndata: x\n\n", bytes(range(256))]
+    pieces = [
+        sse("1", b""),
+        sse("2", progress(2)),
+        sse("3", result(7)),
+        b"data: {",
+        b"id: 9\n",
+        b"\r\n",
+        b"retry: 5\n",
+        b"event: error\ndata: x\n\n",
+        bytes(range(256)),
+    ]
     for _ in range(200):
         s = ResumableStream(
             max_event=rng.choice([0, 10, 1 << 20]),
@@ -540,7 +564,12 @@ def test_no_panic_for_any_sequence_of_calls() -> None:
                 t = s.poll_timeout()
                 s.handle_timeout(t if t is not None and rng.random() < 0.7 else now)
             elif op == 3:
-                s.reconnect_response(rng.choice([200, 404, 409, 429, 503, 0, 65535]), rng.choice([None, "text/event-stream", "x"]), rng.choice([None, "1", "soon", "Wed, 21 Oct 2015 07:28:00 GMT"]), now)
+                s.reconnect_response(
+                    rng.choice([200, 404, 409, 429, 503, 0, 65535]),
+                    rng.choice([None, "text/event-stream", "x"]),
+                    rng.choice([None, "1", "soon", "Wed, 21 Oct 2015 07:28:00 GMT"]),
+                    now,
+                )
             elif op == 4:
                 s.reconnect_failed(now)
             else:
@@ -548,7 +577,7 @@ def test_no_panic_for_any_sequence_of_calls() -> None:
                     repr(o)
                     if o.kind == "deliver":
                         bytes(o.message)
-            s.cursor, s.outstanding, s.stats, s.is_done, s.is_open
+            _ = (s.cursor, s.outstanding, s.stats, s.is_done, s.is_open)
 
 
 def test_releases_the_gil_on_big_chunks() -> None:

@@ -51,9 +51,7 @@ def messages(headers: dict[str, str], body: bytes) -> list[dict]:
     assert headers.get("content-type", "").startswith("text/event-stream"), headers
     out = []
     for event in body.decode().replace("\r\n", "\n").split("\n\n"):
-        data = "\n".join(
-            line[5:].removeprefix(" ") for line in event.split("\n") if line.startswith("data:")
-        )
+        data = "\n".join(line[5:].removeprefix(" ") for line in event.split("\n") if line.startswith("data:"))
         if data:
             out.append(json.loads(data))
     return out
@@ -246,9 +244,9 @@ def test_failing_commands_raise_and_the_kit_lives_on(testkit) -> None:
 def test_flags_reach_the_server(testkit) -> None:
     kit = testkit(mode="strict", tools_list_sse=True, progress=5, seed=77, result_size=3000)
     _, session = initialize(kit.url)
-    status, headers, body = post(kit.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, session)
+    _, headers, body = post(kit.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, session)
     assert headers["content-type"] == "text/event-stream", "--tools-list-sse"
-    status, headers, body = post(kit.url, call(2, "big_result", {}), session)
+    _, headers, body = post(kit.url, call(2, "big_result", {}), session)
     got = messages(headers, body)
     assert sum(m.get("method") == "notifications/progress" for m in got) == 5
     [answer] = [m for m in got if m.get("id") == 2]
@@ -278,9 +276,7 @@ def test_stop_quits_closes_the_ports_and_is_idempotent(testkit_binary: Path) -> 
         kit.stats()
 
 
-def test_every_process_is_stopped_at_teardown_even_of_a_failed_test(
-    testkit_binary: Path, tmp_path: Path
-) -> None:
+def test_every_process_is_stopped_at_teardown_even_of_a_failed_test(testkit_binary: Path, tmp_path: Path) -> None:
     """An inner pytest session with these fixtures: its kits and SDK servers are gone when it ends."""
     record = tmp_path / "record.jsonl"
     (tmp_path / "conftest.py").write_text(
@@ -363,7 +359,7 @@ def test_an_sdk_server_starts_and_answers_initialize(sdk_server, sdk: str) -> No
 
 def test_sdk_server_flags_are_passed_on(sdk_server) -> None:
     server = sdk_server("py", "--json-response")
-    status, headers, body = post(
+    status, headers, _ = post(
         server.url,
         {
             "jsonrpc": "2.0",

@@ -137,7 +137,7 @@ async def test_the_sdks_own_transport_does_not_deliver_the_4_mib_result(sdk_serv
 
 def test_peak_memory_of_a_16_mib_result_is_bounded_and_below_the_sdks_own(testkit) -> None:
     """docs/PYTHON.md's bound, in child processes (`_peak.py`, peak resident memory): a 16 MiB
-    result through `GuardedTransport` peaks within 12 × its size above the process's baseline, and
+    result through `GuardedTransport` peaks within 12 times its size above the process's baseline, and
     below what the SDK's own transport (its event cap off) peaks at for the same result: the
     engine holds a message once while it arrives, one copy goes to pydantic, the rest is the SDK's."""
     size = 16 * MIB
@@ -146,7 +146,10 @@ def test_peak_memory_of_a_16_mib_result_is_bounded_and_below_the_sdks_own(testki
     for transport in ("guarded", "sdk"):
         out = subprocess.run(
             [sys.executable, str(Path(__file__).with_name("_peak.py")), kit.url, str(size), "2", transport],
-            capture_output=True, text=True, timeout=120, check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
         )
         report = json.loads(out.stdout.strip().splitlines()[-1])
         assert report["text"] > size * 9 // 10, report
@@ -161,10 +164,12 @@ async def test_client_session_over_the_transports_streams(testkit) -> None:
     from mcp import ClientSession
 
     kit = testkit(mode="buffered")
-    async with GuardedTransport(kit.url) as (read_stream, write_stream):
-        async with ClientSession(read_stream, write_stream) as session:
-            await session.initialize()
-            result = await session.call_tool("big_result", {"size": 2 * MIB, "seed": 4})
+    async with (
+        GuardedTransport(kit.url) as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("big_result", {"size": 2 * MIB, "seed": 4})
     assert text_of(result) == kit.expected_text(2 * MIB, 4)
     assert kit.stats()["calls"] == 1
 
@@ -180,9 +185,7 @@ async def test_progress_notifications_reach_the_callback_before_the_result(testk
         seen.append(progress)
 
     async with Client(GuardedTransport(kit.url)) as client:
-        result = await client.call_tool(
-            "big_result", {"size": 1 * MIB, "seed": 2}, progress_callback=on_progress
-        )
+        result = await client.call_tool("big_result", {"size": 1 * MIB, "seed": 2}, progress_callback=on_progress)
     assert text_of(result) == kit.expected_text(1 * MIB, 2)
     assert kit.cuts() == 1
     assert len(seen) == 5 and seen == sorted(seen), seen

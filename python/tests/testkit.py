@@ -24,6 +24,7 @@ Environment:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -74,10 +75,8 @@ _live: weakref.WeakSet[Any] = weakref.WeakSet()
 @atexit.register
 def _stop_all() -> None:
     for child in list(_live):
-        try:
+        with contextlib.suppress(Exception):
             child.stop()
-        except Exception:
-            pass
 
 
 class _Lines:
@@ -147,16 +146,19 @@ def build_binary() -> Path:
             "or set SSEGATE_TESTKIT to a built binary"
         )
     command = [cargo, *BUILD_COMMAND[1:], "--message-format=json-render-diagnostics"]
-    done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    done = subprocess.run(command, cwd=REPO, capture_output=True)
     executable = None
     for line in done.stdout.decode("utf-8", "replace").splitlines():
         try:
             message = json.loads(line)
         except ValueError:
             continue
-        if message.get("reason") == "compiler-artifact" and message.get("executable"):
-            if message["target"]["name"] == "ssegate-testkit":
-                executable = Path(message["executable"])
+        if (
+            message.get("reason") == "compiler-artifact"
+            and message.get("executable")
+            and message["target"]["name"] == "ssegate-testkit"
+        ):
+            executable = Path(message["executable"])
     if done.returncode != 0 or executable is None:
         tail = done.stderr.decode("utf-8", "replace")[-4000:]
         raise KitError(
@@ -245,16 +247,12 @@ class Kit(_Child):
     `task_work_ms=20`, `accept_delay_ms=50`, `tools_list_sse=True`.
     """
 
-    def __init__(
-        self, binary: str | os.PathLike, mode: str = "buffered", proxy: bool = False, **flags: Any
-    ) -> None:
+    def __init__(self, binary: str | os.PathLike, mode: str = "buffered", proxy: bool = False, **flags: Any) -> None:
         self.mode = mode
         self.args = [str(binary), "serve", "--mode", mode, *(["--proxy"] if proxy else []), *flag_args(flags)]
         self._cache: dict[tuple[int, int], str] = {}
         self._lock = threading.Lock()
-        self.process = subprocess.Popen(
-            self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
-        )
+        self.process = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
         _live.add(self)
         self._lines = _Lines(self.process.stdout)
         try:
@@ -350,10 +348,8 @@ class Kit(_Child):
                 process.kill()
                 process.wait()
         elif process.stdin and not process.stdin.closed:
-            try:
+            with contextlib.suppress(OSError):
                 process.stdin.close()
-            except OSError:
-                pass
         _live.discard(self)
         return process.returncode
 
