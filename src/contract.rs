@@ -335,6 +335,9 @@ pub const DEFAULT_MAX_EVENT: usize = 64 << 20;
 pub const DEFAULT_MAX_FIELD: usize = 4 << 10;
 /// Default of [`DecoderConfig::max_block`](crate::sse::DecoderConfig::max_block): 80 MiB.
 pub const DEFAULT_MAX_BLOCK: usize = 80 << 20;
+/// Default of [`GateConfig::max_depth`](crate::gate::GateConfig::max_depth): 1024 levels of
+/// nesting.
+pub const DEFAULT_MAX_DEPTH: usize = 1024;
 /// The largest `application/json` answer a client reads: 64 MiB.
 pub const DEFAULT_MAX_JSON_BODY: usize = 64 << 20;
 /// How much of an error answer's body a client reads: 1 KiB.

@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use ssegate::client::{
     CallOptions, Client, ClientError, DefaultHandler, Handler, HandlerFuture, Outcome,
 };
+use ssegate::contract::method::TOOLS_CALL;
+use ssegate::contract::{Code, DEFAULT_CALL_TIMEOUT, Kind};
 use ssegate::message::{Message, RpcId};
 
 use crate::client_args::{Remote, RetryArg, TasksArg, seconds};
@@ -53,7 +55,8 @@ pub(crate) struct CallArgs {
     tasks: TasksArg,
     /// The deadline of the whole command (connect, call, resumes and re-issues), in seconds
     /// (fractions allowed).
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0, value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_CALL_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
     timeout: f64,
     /// Report more on stderr: the session, every lost stream, progress and other notifications
     /// (a progress token is sent).
@@ -121,7 +124,9 @@ fn note(text: &str) {
 
 /// How the command ended short of printing a result.
 struct Failure {
-    /// A word for the kind (`outcome-unknown`, `http`, `rpc-error`, ...).
+    /// A word for the kind: the contract's for the client's errors ([`ClientError::kind`], and
+    /// `outcome-unknown` ([`Code::OutcomeUnknown`]) when the tool may have run), the command's own
+    /// for the rest (`usage`, `rpc-error`, `tool-error`, ...).
     kind: &'static str,
     reason: String,
     status: u8,
@@ -136,34 +141,38 @@ impl Failure {
         }
     }
 
-    fn client(e: &ClientError) -> Failure {
-        let (kind, status) = match e {
-            ClientError::OutcomeUnknown { .. } => ("outcome-unknown", 3),
-            // The URL, a certificate, a proxy setting: nothing was sent.
-            ClientError::Setup(_) => ("setup", 2),
-            ClientError::Http { .. } => ("http", 1),
-            ClientError::Status { .. } => ("status", 1),
-            ClientError::Redirect { .. } | ClientError::TooManyRedirects { .. } => ("redirect", 1),
-            ClientError::InvalidResponse { .. } => ("invalid-response", 1),
-            ClientError::Protocol(_) => ("protocol", 1),
-            ClientError::Refused { .. } => ("refused", 1),
-            ClientError::Timeout(_) => ("timeout", 1),
-            ClientError::Task(_) => ("task", 1),
-            _ => ("error", 1),
-        };
-        let mut reason = e.to_string();
-        if let ClientError::OutcomeUnknown { received, .. } = e
-            && !received.is_empty()
-        {
-            reason.push_str(&format!(
-                " ({} message(s) for the call arrived before the loss)",
-                received.len()
-            ));
-        }
+    /// The call was under way when it failed: the server may have run the tool (exit 3).
+    fn outcome_unknown(reason: String) -> Failure {
         Failure {
-            kind,
+            kind: Code::OutcomeUnknown.as_str(),
             reason,
-            status,
+            status: 3,
+        }
+    }
+
+    fn client(e: &ClientError) -> Failure {
+        let mut reason = e.to_string();
+        match e {
+            ClientError::OutcomeUnknown { received, .. } => {
+                if !received.is_empty() {
+                    reason.push_str(&format!(
+                        " ({} message(s) for the call arrived before the loss)",
+                        received.len()
+                    ));
+                }
+                Failure::outcome_unknown(reason)
+            }
+            // The URL, a certificate, a proxy setting: nothing was sent.
+            ClientError::Setup(_) => Failure {
+                kind: e.kind().as_str(),
+                reason,
+                status: 2,
+            },
+            _ => Failure {
+                kind: e.kind().as_str(),
+                reason,
+                status: 1,
+            },
         }
     }
 }
@@ -237,7 +246,7 @@ async fn call(
         options.progress_token(RpcId::String(PROGRESS_TOKEN.into()));
     }
     let params = json!({"name": args.tool, "arguments": arguments});
-    let result = client.call_with("tools/call", params, &options).await;
+    let result = client.call_with(TOOLS_CALL, params, &options).await;
     // Ends the session (`DELETE`), within what is left of the deadline and briefly: the answer is
     // in, so a server slow to forget the session does not hold it.
     let left = deadline
@@ -251,14 +260,10 @@ async fn call(
     }
     let response = result.map_err(|e| match e {
         // The call was under way: the server may have run the tool.
-        ClientError::Timeout(_) => Failure {
-            kind: "outcome-unknown",
-            reason: format!(
-                "no answer within --timeout {} s; the call was under way, so the tool may have run (it was not run again)",
-                args.timeout
-            ),
-            status: 3,
-        },
+        ClientError::Timeout(_) => Failure::outcome_unknown(format!(
+            "no answer within --timeout {} s; the call was under way, so the tool may have run (it was not run again)",
+            args.timeout
+        )),
         e => Failure::client(&e),
     })?;
     Ok(Answered {
@@ -303,7 +308,7 @@ fn compact(text: &str) -> String {
 /// The result of a tool call, or why there is none. `Ok((result, tool error))`.
 fn result_of(message: &Message) -> Result<(String, Option<String>), Failure> {
     let bad = |why: String| Failure {
-        kind: "protocol",
+        kind: Kind::Protocol.as_str(),
         reason: why,
         status: 1,
     };

@@ -3,9 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use ssegate::client::{
-    ClientConfig, INITIALIZE_VERSIONS, Protocol, Retry, STATELESS_VERSIONS, TaskMode,
-};
+use ssegate::client::{ClientConfig, Protocol, Retry, TaskMode};
+use ssegate::contract::{INITIALIZE_VERSIONS, STATELESS_VERSIONS};
 
 /// The server a command speaks to, and how: the URL, `--header`, `--cacert`, `--protocol`.
 #[derive(clap::Args, Debug)]

@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use bytes::Bytes;
+use ssegate_testkit::rng::SplitMix64;
 
 /// How to cut the input into chunks before feeding it.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -12,7 +13,8 @@ pub(crate) struct SplitArgs {
     /// Feed the input in chunks of N bytes.
     #[arg(long, value_name = "N", conflicts_with = "split_random", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) split: Option<u64>,
-    /// Feed the input in chunks of random sizes 1..=97 drawn from a PRNG seeded with SEED.
+    /// Feed the input in chunks of random sizes 1..=97 drawn from a PRNG (SplitMix64) seeded with
+    /// SEED: the same chunks for the same SEED everywhere.
     #[arg(long, value_name = "SEED")]
     pub(crate) split_random: Option<u64>,
 }
@@ -21,7 +23,7 @@ pub(crate) struct SplitArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct GateSettings {
     /// The deepest nesting of arrays and objects a message may have; deeper is invalid.
-    #[arg(long, value_name = "LEVELS", default_value_t = 1024)]
+    #[arg(long, value_name = "LEVELS", default_value_t = ssegate::contract::DEFAULT_MAX_DEPTH)]
     pub(crate) max_depth: usize,
     /// The most capable instruction set the gate may use (the best this CPU has, up to it).
     #[arg(long, value_enum, default_value_t = IsaArg::Avx512)]
@@ -76,24 +78,6 @@ pub(crate) fn read_input(file: Option<&PathBuf>) -> std::io::Result<Vec<u8>> {
     }
 }
 
-/// SplitMix64: a tiny, well-known seeded PRNG, so `--split-random SEED` is reproducible everywhere.
-#[derive(Debug)]
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// Cuts `input` into the chunks `split` asks for; each chunk is a zero-copy slice of `input`.
 pub(crate) fn chunks(input: Bytes, split: &SplitArgs) -> Vec<Bytes> {
     let mut out = Vec::new();
@@ -101,7 +85,7 @@ pub(crate) fn chunks(input: Bytes, split: &SplitArgs) -> Vec<Bytes> {
     let mut rng = split.split_random.map(SplitMix64::new);
     while at < input.len() {
         let size = match (&mut rng, split.split) {
-            (Some(r), _) => 1 + (r.next_u64() % 97) as usize,
+            (Some(r), _) => 1 + r.below(97),
             (None, Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
             (None, None) => input.len(),
         };
@@ -110,4 +94,55 @@ pub(crate) fn chunks(input: Bytes, split: &SplitArgs) -> Vec<Bytes> {
         at = end;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// `--max-depth`'s default is the gate's own: at that depth a message is complete, one deeper
+    /// is invalid, with the default configuration as with the flag's.
+    #[test]
+    fn the_max_depth_default_is_the_gates() {
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            gate: GateSettings,
+        }
+        let flag = Args::parse_from(["x"]).gate.max_depth;
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        for config in [ssegate::gate::GateConfig::new(), {
+            let mut c = ssegate::gate::GateConfig::new();
+            c.max_depth(flag);
+            c
+        }] {
+            for (depth, complete) in [(flag, true), (flag + 1, false)] {
+                let mut gate = config.build();
+                gate.feed(nested(depth).as_bytes());
+                let verdict = gate.verdict();
+                assert_eq!(
+                    verdict == ssegate::gate::Verdict::Complete,
+                    complete,
+                    "depth {depth}: {verdict:?}"
+                );
+            }
+        }
+    }
+
+    /// `--split-random 42` cuts as it always has: the chunk sizes are SplitMix64's from seed 42,
+    /// stated here as the oracle (1 + each value mod 97).
+    #[test]
+    fn split_random_chunks_are_the_seeds_sequence() {
+        let split = SplitArgs {
+            split: None,
+            split_random: Some(42),
+        };
+        let sizes: Vec<usize> = chunks(Bytes::from(vec![b'x'; 300]), &split)
+            .iter()
+            .map(Bytes::len)
+            .collect();
+        assert_eq!(sizes, [43, 7, 55, 7, 59, 89, 39, 1]);
+    }
 }

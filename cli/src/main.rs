@@ -46,7 +46,7 @@ enum Command {
     Call(call::CallArgs),
     /// Bridge an MCP host that launches servers over stdio to a remote MCP server, every request
     /// through the guarded client: `"command": "ssegate", "args": ["bridge", URL]`.
-    #[command(after_help = bridge::AFTER_HELP)]
+    #[command(after_help = bridge::after_help())]
     Bridge(bridge::BridgeArgs),
 }
 

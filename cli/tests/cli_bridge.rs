@@ -15,10 +15,23 @@ use ssegate_testkit::server::{RunningServer, ServerConfig, ServerMode, expected_
 use common::host::Host;
 use common::{cut_once, proxy, runtime};
 
-/// The outcome-unknown code, as `ssegate bridge --help` documents it.
+// The oracles: the wire contract's codes (`ssegate::contract`), stated here independently.
+/// Outcome unknown: a `tools/call` whose answer was lost; the tool may have run.
 const OUTCOME_UNKNOWN: i64 = -32050;
-/// The server-unavailable code.
+/// The server could not be reached, did not take the request, or gave no answer in time.
 const UNAVAILABLE: i64 = -32051;
+
+/// The error's `code`, `data.kind`, `data.outcome` and `data.refusal` (`null` when absent).
+fn contract_of(response: &Value) -> (Value, Value, Value, Value) {
+    let error = &response["error"];
+    let data = &error["data"];
+    (
+        error["code"].clone(),
+        data["kind"].clone(),
+        data["outcome"].clone(),
+        data["refusal"].clone(),
+    )
+}
 
 fn server_with(rt: &tokio::runtime::Runtime, mode: ServerMode, progress: u64) -> RunningServer {
     rt.block_on(async {
@@ -282,15 +295,27 @@ fn a_cut_result_is_resumed_whole_on_a_resumable_server() {
     assert_eq!(calls, 1);
 }
 
+/// A server that cannot replay the cut result (strict: its budget does not hold it, `409`;
+/// stateless: no event ids): the call is not sent again (`--retry never`), and the host is told the
+/// outcome is unknown, with the engine's refusal.
 #[test]
 fn a_cut_result_that_cannot_be_resumed_is_outcome_unknown_and_runs_once() {
-    for mode in [ServerMode::Strict, ServerMode::Stateless] {
+    for (mode, refusal) in [
+        (ServerMode::Strict, "replay-unavailable"),
+        (ServerMode::Stateless, "unresumable"),
+    ] {
         let (response, calls) = cut_mid_result(mode, "never");
         assert_eq!(
-            response["error"]["code"], OUTCOME_UNKNOWN,
+            contract_of(&response),
+            (
+                json!(OUTCOME_UNKNOWN),
+                json!("refused"),
+                json!("unknown"),
+                json!(refusal)
+            ),
             "{mode:?}: {response}"
         );
-        assert_eq!(response["error"]["data"]["outcome"], "unknown");
+        assert_eq!(response["error"]["data"]["method"], "tools/call");
         assert_eq!(calls, 1, "{mode:?}: never run again");
         let (response, calls) = cut_mid_result(mode, "always");
         assert_eq!(
@@ -300,6 +325,28 @@ fn a_cut_result_that_cannot_be_resumed_is_outcome_unknown_and_runs_once() {
         );
         assert_eq!(calls, 2, "{mode:?}: run again, as --retry always allows");
     }
+}
+
+/// A server that answers the resume of a cut result with a new stream (it ran the call again): the
+/// engine refuses the stream (its ids skip what the cut stream had next: `gap`), and since the tool
+/// may have run, the host is told the outcome is unknown.
+#[test]
+fn a_started_over_stream_of_a_tool_call_is_refused_and_outcome_unknown() {
+    let (response, _) = cut_mid_result(ServerMode::Restart, "never");
+    assert_eq!(
+        contract_of(&response),
+        (
+            json!(OUTCOME_UNKNOWN),
+            json!("refused"),
+            json!("unknown"),
+            json!("gap")
+        ),
+        "{response}"
+    );
+    assert_eq!(
+        response["error"]["message"],
+        "outcome unknown: the call's answer was lost and it was not sent again; the tool may have run"
+    );
 }
 
 #[test]

@@ -257,7 +257,7 @@ fn tasks_recover_a_cut_result_and_their_refusals_are_typed() {
     let run = call(&[&plain.url(), "big_result", "--tasks", "require"]);
     run.expect(
         1,
-        "ssegate call: task: tasks are required, and the server offers none",
+        "ssegate call: tasks: tasks are required, and the server offers none",
     );
     assert_eq!(plain.stats().calls, 0, "nothing was sent");
     rt.block_on(plain.shutdown());
@@ -266,7 +266,7 @@ fn tasks_recover_a_cut_result_and_their_refusals_are_typed() {
     let run = call(&[&strict.url(), "big_result", "--tasks", "never"]);
     run.expect(
         1,
-        "ssegate call: task: the server runs this call only as a task",
+        "ssegate call: tasks: the server runs this call only as a task",
     );
     assert_eq!(strict.stats().calls, 0, "nothing ran");
     rt.block_on(strict.shutdown());
@@ -356,7 +356,10 @@ fn an_unreachable_server_exits_one() {
         .unwrap()
         .port();
     let run = call(&[&format!("http://127.0.0.1:{port}/mcp"), "echo"]);
-    run.expect(1, "ssegate call: http: HTTP error during server/discover");
+    run.expect(
+        1,
+        "ssegate call: unreachable: HTTP error during server/discover",
+    );
     assert!(run.stderr.to_lowercase().contains("connect"), "{run:?}");
     assert_eq!(run.stdout, "");
     assert_eq!(run.lines().len(), 1, "{run:?}");

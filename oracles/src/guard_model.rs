@@ -73,6 +73,8 @@ use ssegate::guard::{
 use ssegate::message::RpcId;
 use ssegate::sse::{DecodeError, Decoder, DecoderConfig};
 
+use crate::rng::SplitMix64;
+
 /// Reads choices from raw bytes; zeros once exhausted.
 struct Bits<'a> {
     data: &'a [u8],
@@ -461,27 +463,19 @@ struct Ev {
     data: String,
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The server's id generator for one stream.
 #[derive(Clone, Debug)]
 struct IdGen {
     ids: Ids,
-    rng: u64,
+    rng: SplitMix64,
     stream: u32,
     n: u64,
 }
 
 impl IdGen {
     fn uuid(&mut self, digits: bool) -> String {
-        let a = splitmix(&mut self.rng);
-        let b = splitmix(&mut self.rng);
+        let a = self.rng.next();
+        let b = self.rng.next();
         let last = if digits {
             format!("{:012}", b % 1_000_000_000_000)
         } else {
@@ -505,13 +499,13 @@ impl IdGen {
             Ids::Dashed => format!("s{}-{n}", self.stream),
             Ids::SessionCounter => {
                 // Other streams of the session take the numbers in between.
-                self.n += splitmix(&mut self.rng) % 3;
+                self.n += self.rng.next() % 3;
                 (u64::from(self.stream) * 1000 + n).to_string()
             }
             Ids::Uuid => self.uuid(false),
             Ids::UuidDigits => self.uuid(true),
             Ids::Ts => {
-                let r = splitmix(&mut self.rng);
+                let r = self.rng.next();
                 format!(
                     "st{}_{}_{:x}",
                     self.stream,
@@ -526,7 +520,7 @@ impl IdGen {
     fn restarted(&self) -> IdGen {
         IdGen {
             ids: self.ids,
-            rng: self.rng ^ 0x5EED,
+            rng: SplitMix64(self.rng.0 ^ 0x5EED),
             stream: self.stream + 1,
             // A session-wide counter goes on; per-stream counters start again.
             n: if self.ids == Ids::SessionCounter {
@@ -1050,7 +1044,7 @@ pub fn play(s: &Scenario) -> Result<Outcome, String> {
     let msgs = messages(s);
     let mut idgen = IdGen {
         ids: s.ids,
-        rng: s.seed,
+        rng: SplitMix64::new(s.seed),
         stream: 1,
         n: 0,
     };

@@ -175,7 +175,7 @@ pub struct GateConfig {
 impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
-            max_depth: 1024,
+            max_depth: crate::contract::DEFAULT_MAX_DEPTH,
             exact: true,
             max_isa: Isa::Avx512,
         }

@@ -12,6 +12,7 @@
 //!   processes on loopback (skipped loudly, or failed under `CI`, when not installed).
 //! - [`demo`]: the harness behind `ssegate demo`, with the naive appending client
 //!   ([`demo::NaiveClient`]) and the guarded [`ssegate::client::Client`].
+//! - [`rng`]: SplitMix64, the seeded generator behind every seed the kit and the command take.
 //!
 //! The proxy and the hostile server bind `127.0.0.1`, the MCP server the address it is given; all
 //! run on the current tokio runtime. The library crate `ssegate` does not depend on this crate; its command
@@ -25,6 +26,6 @@ mod http1;
 pub use http1::WireError;
 pub mod interop;
 pub mod proxy;
-mod rng;
+pub mod rng;
 pub mod server;
 pub mod tls;

@@ -1,15 +1,23 @@
-//! SplitMix64: a small seeded generator, for the demo's cut plans, the fault proxy's random cuts
-//! and the `big_result` prose. Its sequences are part of what a seed reproduces, so it must not
-//! change.
+//! SplitMix64, the one seeded generator of ssegate's tools and tests: the demo's cut plans, the
+//! fault proxy's random cuts, the `big_result` prose, `ssegate events --split-random SEED` and the
+//! guard model's server ids (`ssegate-oracles`, which compiles this file as its own: it does not
+//! depend on this crate). Its sequences are part of what a seed reproduces, so it must not change.
 
 /// SplitMix64 (Steele, Lea and Flood): the state advances by the golden gamma, and each output is
-/// the state mixed.
+/// the state mixed. The field is the state: a generator made from a seed is `SplitMix64(seed)`,
+/// and from seed 0 the first value is `0xE220_A839_7B1D_CDAF`.
 #[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(pub(crate) u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
+    /// The generator seeded with `seed`.
+    pub const fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
     /// The next value of the sequence.
-    pub(crate) fn next(&mut self) -> u64 {
+    #[allow(clippy::should_implement_trait)] // an endless sequence: no `Option`.
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -18,7 +26,7 @@ impl SplitMix64 {
     }
 
     /// A value below `n` (not quite uniform: the remainder of [`SplitMix64::next`]).
-    pub(crate) fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }

@@ -7,6 +7,10 @@
 //! unless `--protocol` pins a version). Every other request is one guarded call; its response is
 //! written with the host's id. Server notifications and requests go to the host, the host's
 //! answers back. Logs go to stderr; stdout carries JSON-RPC messages only.
+//!
+//! When the server gives no answer of its own, the bridge answers with the error of
+//! [`ssegate::contract`]: its code, `message`, `data.kind`, `data.outcome` and `data.refusal`, as
+//! the client's error says ([`errors`]); `--help` prints the codes from the same contract.
 
 mod errors;
 mod host;
@@ -25,30 +29,44 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ssegate::client::{Client, RpcError, STATELESS_VERSIONS};
+use ssegate::contract::{
+    self, DEFAULT_CALL_TIMEOUT, HOST_INITIALIZE_VERSIONS, Kind, Outcome, data, jsonrpc, method,
+};
 use ssegate::message::Message;
+use ssegate::sse::DecodeError;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::client_args::{Remote, RetryArg, TasksArg, seconds};
-use errors::{Error, SERVER_PROTOCOL};
+use errors::Error;
 use host::{Incoming, Out};
 use upstream::Upstream;
 
-/// What `ssegate bridge --help` says after the options.
-pub(crate) const AFTER_HELP: &str = "\
+/// What `ssegate bridge --help` says after the options: the error codes from the contract.
+pub(crate) fn after_help() -> String {
+    let outcomes: Vec<&str> = Outcome::ALL.into_iter().map(Outcome::as_str).collect();
+    format!(
+        "\
 A host's configuration (Claude Desktop, Cursor, VS Code, ...):
-  {\"command\": \"ssegate\", \"args\": [\"bridge\", \"https://mcp.example.com/mcp\"]}
+  {{\"command\": \"ssegate\", \"args\": [\"bridge\", \"https://mcp.example.com/mcp\"]}}
 
-Errors the bridge answers with itself (JSON-RPC `error.code`):
-  -32050  outcome unknown: a tools/call was sent, its answer was lost and it was not sent again;
-          the tool may have run (`data.task` names the task when it ran as one)
-  -32051  the server could not be reached, refused the request or did not answer in time
-  -32052  the server broke the protocol
-  -32700  a line that is not JSON; -32600 a line over --max-line or not a JSON-RPC message
-`data.outcome` says `unknown` (it may have run), `not-run` or `failed`.
+Errors the bridge answers with itself (JSON-RPC `error.code` and `message`: when; `data.kind`
+names what happened):
+{table}  {parse}  a line that is not JSON; {invalid} a line over --max-line or not a JSON-RPC message
+`data.outcome` is one of {outcomes} (`{unknown}`: the server may have run it);
+`data.refusal` names why the engine refused the stream, when it did. A call that ran as a task
+and failed is answered with the server's own error, `data.kind` {task_failed}.
 
 Exit status: 0 at the end of stdin, SIGTERM or SIGINT (calls in flight cancelled, the session
-ended with DELETE); 1 when stdout is closed; 2 for a bad flag or value.";
+ended with DELETE); 1 when stdout is closed; 2 for a bad flag or value.",
+        table = errors::code_table(),
+        parse = jsonrpc::PARSE_ERROR,
+        invalid = jsonrpc::INVALID_REQUEST,
+        outcomes = outcomes.join(", "),
+        unknown = Outcome::Unknown,
+        task_failed = Kind::TaskFailed,
+    )
+}
 
 /// Bridge an MCP host that launches servers over stdio (newline-delimited JSON-RPC on stdin and
 /// stdout) to a remote Streamable HTTP server, every request through ssegate's guarded client:
@@ -61,7 +79,8 @@ pub(crate) struct BridgeArgs {
     #[command(flatten)]
     remote: Remote,
     /// The deadline of each request (resumes and re-issues included), in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0, value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_CALL_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
     timeout: f64,
     /// When a call whose answer was lost is sent again: never; safe (the tool is annotated
     /// readOnlyHint or idempotentHint, or the method has no side effects); always.
@@ -80,11 +99,8 @@ pub(crate) struct BridgeArgs {
     verbose: bool,
 }
 
-/// The longest line read from the host by default: 64 MiB, the client's event limit.
-pub(crate) const DEFAULT_MAX_LINE: usize = 64 << 20;
-
-/// The versions a host may speak to the bridge with `initialize`, newest first.
-const HOST_INITIALIZE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The longest line read from the host by default: the client's event limit.
+const DEFAULT_MAX_LINE: usize = contract::DEFAULT_MAX_EVENT;
 
 /// One line on stderr, prefixed, with control characters made spaces.
 pub(crate) fn note(text: &str) {
@@ -182,9 +198,11 @@ impl Bridge {
             }) => ("result", r),
             Ok(ServerResponse { error: Some(e), .. }) => ("error", e),
             _ => {
-                let e = Error::new(
-                    SERVER_PROTOCOL,
-                    "the server broke the protocol: its response has neither result nor error",
+                let e = Error::of_kind(
+                    method,
+                    Kind::Protocol,
+                    Outcome::Unknown,
+                    "the server's response has neither result nor error",
                 );
                 return self.error(Some(id), &e);
             }
@@ -215,21 +233,27 @@ impl Bridge {
             Some(b'{') => match serde_json::from_slice(line) {
                 Ok(m) => m,
                 Err(e) if e.is_syntax() || e.is_eof() => {
-                    return self.error(None, &Error::new(-32700, format!("parse error: {e}")));
+                    return self.error(
+                        None,
+                        &Error::new(jsonrpc::PARSE_ERROR, format!("parse error: {e}")),
+                    );
                 }
                 Err(e) => {
-                    let e = Error::new(-32600, format!("not a JSON-RPC message: {e}"));
+                    let e = Error::new(
+                        jsonrpc::INVALID_REQUEST,
+                        format!("not a JSON-RPC message: {e}"),
+                    );
                     return self.error(None, &e);
                 }
             },
             _ => {
                 let e = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-                    Err(e) => Error::new(-32700, format!("parse error: {e}")),
+                    Err(e) => Error::new(jsonrpc::PARSE_ERROR, format!("parse error: {e}")),
                     Ok(_) if first == Some(b'[') => Error::new(
-                        -32600,
+                        jsonrpc::INVALID_REQUEST,
                         "JSON-RPC batches are not part of MCP's stdio transport",
                     ),
-                    Ok(_) => Error::new(-32600, "not a JSON-RPC message"),
+                    Ok(_) => Error::new(jsonrpc::INVALID_REQUEST, "not a JSON-RPC message"),
                 };
                 return self.error(None, &e);
             }
@@ -239,16 +263,19 @@ impl Bridge {
             (Some(method), Some(id)) => self.on_request(method, id, message.params),
             (Some(method), None) => self.on_notification(&method, message.params),
             (None, Some(id)) => self.on_answer(&id, message.result, message.error),
-            (None, None) => self.error(None, &Error::new(-32600, "not a JSON-RPC message")),
+            (None, None) => self.error(
+                None,
+                &Error::new(jsonrpc::INVALID_REQUEST, "not a JSON-RPC message"),
+            ),
         }
     }
 
     fn on_request(self: &Arc<Self>, method: String, id: Box<RawValue>, params: Option<Value>) {
         let key = key_of(&id);
-        if method == "server/discover"
+        if method == method::SERVER_DISCOVER
             || params
                 .as_ref()
-                .is_some_and(|p| p["_meta"].get(upstream::META_VERSION).is_some())
+                .is_some_and(|p| p["_meta"].get(contract::meta::PROTOCOL_VERSION).is_some())
         {
             self.host_2026.store(true, Ordering::Relaxed);
         }
@@ -265,13 +292,16 @@ impl Bridge {
         let mut inflight = self.inflight.lock().expect("inflight lock");
         if inflight.contains_key(&key) {
             drop(inflight);
-            let e = Error::new(-32600, format!("request id {key} is already in use"));
+            let e = Error::new(
+                jsonrpc::INVALID_REQUEST,
+                format!("request id {key} is already in use"),
+            );
             return self.error(Some(&id), &e);
         }
         let me = self.clone();
         let task = tokio::spawn(async move {
             // No `params` (or `null`) goes on as `{}`: JSON-RPC has no `"params": null`, and the
-            // TypeScript SDK's server refuses it (400, -32700).
+            // TypeScript SDK's server refuses it (400, a parse error).
             let params = params.unwrap_or_else(|| json!({}));
             let answer = me.answer(&method, params).await;
             // Gone from the map: the host cancelled the request; it gets no answer.
@@ -299,7 +329,7 @@ impl Bridge {
                     me.relay_response(&id, &method, &message, for_2026)
                 }
                 Err(e) => {
-                    me.verbose(|| format!("{method}: error {}: {}", e.code, e.data["reason"]));
+                    me.verbose(|| format!("{method}: error {}: {}", e.code, e.data[data::REASON]));
                     me.error(Some(&id), &e)
                 }
             }
@@ -312,8 +342,8 @@ impl Bridge {
         self.upstream.learn_host(method, &params);
         match method {
             "ping" => Ok(Answer::Local(json!({}))),
-            "initialize" => self.initialize(&params).await.map(Answer::Local),
-            "server/discover" => self.discover().await.map(Answer::Local),
+            method::INITIALIZE => self.initialize(&params).await.map(Answer::Local),
+            method::SERVER_DISCOVER => self.discover().await.map(Answer::Local),
             _ => {
                 upstream::strip_host_meta(&mut params);
                 self.upstream.call(method, params).await.map(Answer::Server)
@@ -400,10 +430,15 @@ impl Bridge {
         let answer = match (result, error) {
             (Some(result), _) => Ok(result),
             (None, Some(error)) => Err(RpcError::new(
-                error["code"].as_i64().unwrap_or(-32603),
+                error["code"]
+                    .as_i64()
+                    .unwrap_or(jsonrpc::INTERNAL_ERROR.into()),
                 error["message"].as_str().unwrap_or("the host's error"),
             )),
-            (None, None) => Err(RpcError::new(-32603, "the host answered without a result")),
+            (None, None) => Err(RpcError::new(
+                jsonrpc::INTERNAL_ERROR.into(),
+                "the host answered without a result",
+            )),
         };
         let _ = tx.send(answer);
     }
@@ -436,7 +471,7 @@ const CACHEABLE: &[&str] = &[
     "resources/list",
     "resources/read",
     "resources/templates/list",
-    "server/discover",
+    method::SERVER_DISCOVER,
     "tools/list",
 ];
 
@@ -470,7 +505,7 @@ fn declaration(client: &Client, key: &str, version: Value, discover_first: bool)
     });
     if discover_first {
         // Where the SDKs read it on 2026-07-28.
-        result["_meta"] = json!({upstream::SERVER_INFO_META: info});
+        result["_meta"] = json!({contract::meta::SERVER_INFO: info});
     }
     if let Some(instructions) = declared.get("instructions") {
         result["instructions"] = instructions.clone();
@@ -562,11 +597,14 @@ async fn serve(args: BridgeArgs) -> i32 {
             line = lines.recv() => match line {
                 Some(Incoming::Line(line)) => bridge.on_line(&line),
                 Some(Incoming::TooLong(len)) => {
-                    let mut e = Error::new(-32600, format!(
+                    let mut e = Error::new(jsonrpc::INVALID_REQUEST, format!(
                         "a line of {len} bytes exceeds --max-line {}; it was not read",
                         bridge.args.max_line
                     ));
-                    e.data = json!({"kind": "line-too-long", "limit": bridge.args.max_line});
+                    let limit = bridge.args.max_line;
+                    // `data.kind`: the SSE decoder's word for a line over its limit.
+                    let kind = DecodeError::LineTooLong { limit, offset: 0, id: None }.as_str();
+                    e.data = json!({data::KIND: kind, "limit": limit});
                     bridge.error(None, &e);
                 }
                 None => break 0,

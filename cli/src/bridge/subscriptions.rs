@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
+// The `_meta` key naming the subscription a message belongs to.
+use ssegate::contract::meta::SUBSCRIPTION_ID;
 
 /// The acknowledgement a subscription's first message must be.
 pub(super) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-/// The `_meta` key naming the subscription a message belongs to.
-pub(super) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The filter key of each notification a host subscription can be granted.
 const GRANTED: &[(&str, &str)] = &[

@@ -11,21 +11,15 @@ use serde_json::{Value, json};
 use ssegate::client::{
     CallOptions, Client, ClientConfig, ClientError, Handler, HandlerFuture, RpcError,
 };
+use ssegate::contract::{jsonrpc, meta, method as methods};
 use ssegate::message::{Message, RpcKind};
 
 use super::errors::Error;
 use super::subscriptions::{Route, tagged};
 use super::{Bridge, BridgeArgs, note};
 
-/// The `_meta` key of a 2026-07-28 request's protocol version.
-pub(super) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-
 /// The `_meta` keys a 2026-07-28 host stamps on each request; the bridge's client stamps its own.
-const HOST_META: &[&str] = &[
-    META_VERSION,
-    "io.modelcontextprotocol/clientCapabilities",
-    "io.modelcontextprotocol/clientInfo",
-];
+const HOST_META: [&str; 3] = meta::CLIENT_KEYS;
 
 /// The longest wait between two attempts at the server's notification stream.
 const MAX_LISTEN_DELAY: Duration = Duration::from_secs(30);
@@ -85,13 +79,13 @@ impl Upstream {
     /// 2026-07-28 host's request.
     pub(super) fn learn_host(&self, method: &str, params: &Value) {
         let mut host = self.host.lock().expect("host lock");
-        if method == "initialize" {
+        if method == methods::INITIALIZE {
             host.capabilities = params.get("capabilities").cloned();
             host.info = params.get("clientInfo").cloned();
         } else if host.capabilities.is_none() {
-            let meta = &params["_meta"];
-            host.capabilities = meta.get(HOST_META[1]).cloned();
-            host.info = meta.get(HOST_META[2]).cloned();
+            let stamped = &params["_meta"];
+            host.capabilities = stamped.get(meta::CLIENT_CAPABILITIES).cloned();
+            host.info = stamped.get(meta::CLIENT_INFO).cloned();
         }
     }
 
@@ -120,7 +114,7 @@ impl Upstream {
         config.handler(Arc::new(Relay { bridge }));
         let client = Client::connect(&self.url, config)
             .await
-            .map_err(|e| Error::of_client("initialize", &e))?;
+            .map_err(|e| Error::of_client(methods::INITIALIZE, &e))?;
         if self.verbose {
             note(&format!(
                 "connected to {}: protocol {}{}",
@@ -197,27 +191,24 @@ impl Upstream {
 
 /// Drops the `_meta` keys a 2026-07-28 host stamps: the server hears the bridge's client.
 pub(super) fn strip_host_meta(params: &mut Value) {
-    let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) else {
+    let Some(stamped) = params.get_mut("_meta").and_then(Value::as_object_mut) else {
         return;
     };
     for key in HOST_META {
-        meta.remove(*key);
+        stamped.remove(key);
     }
-    if meta.is_empty()
+    if stamped.is_empty()
         && let Some(obj) = params.as_object_mut()
     {
         obj.remove("_meta");
     }
 }
 
-/// Where a 2026-07-28 result carries the server's `serverInfo`: `_meta`, under this key (the
-/// discover result has no `serverInfo` member).
-pub(super) const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
-
 /// The server's `serverInfo` (`initialize`), or its `_meta` stamp (2026-07-28 `server/discover`),
 /// or the bridge's when it gave none.
 pub(super) fn server_info(declared: &Value) -> Value {
-    let stamped = &declared["_meta"][SERVER_INFO_META];
+    // A 2026-07-28 discover result has no `serverInfo` member: its `_meta` carries it.
+    let stamped = &declared["_meta"][meta::SERVER_INFO];
     match declared.get("serverInfo") {
         Some(info) if info.is_object() => info.clone(),
         _ if stamped.is_object() => stamped.clone(),
@@ -275,7 +266,10 @@ impl Handler for Relay {
                 return Ok(json!({}));
             }
             let Some(bridge) = bridge else {
-                return Err(RpcError::new(-32603, "the bridge is stopping"));
+                return Err(RpcError::new(
+                    jsonrpc::INTERNAL_ERROR.into(),
+                    "the bridge is stopping",
+                ));
             };
             let id = format!(
                 "ssegate-{}",
@@ -298,9 +292,12 @@ impl Handler for Relay {
             bridge.asked.lock().expect("asked lock").remove(&key);
             match answer {
                 Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => Err(RpcError::new(-32603, "the bridge is stopping")),
+                Ok(Err(_)) => Err(RpcError::new(
+                    jsonrpc::INTERNAL_ERROR.into(),
+                    "the bridge is stopping",
+                )),
                 Err(_) => Err(RpcError::new(
-                    -32001,
+                    jsonrpc::REQUEST_TIMEOUT.into(),
                     format!(
                         "the host did not answer {method} within {} s",
                         timeout.as_secs_f64()
@@ -358,7 +355,7 @@ mod tests {
         let info = json!({"name": "s", "version": "1"});
         assert_eq!(server_info(&json!({"serverInfo": info})), info);
         let discovered =
-            json!({"supportedVersions": ["2026-07-28"], "_meta": {SERVER_INFO_META: info}});
+            json!({"supportedVersions": ["2026-07-28"], "_meta": {meta::SERVER_INFO: info}});
         assert_eq!(server_info(&discovered), info);
         assert_eq!(server_info(&json!({}))["name"], "ssegate-bridge");
     }

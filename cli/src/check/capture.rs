@@ -243,7 +243,7 @@ fn run(
             output,
             Output::Deliver(_) | Output::Skip(_) | Output::Cursor(_) | Output::Failed(_)
         );
-        let event = inspect::last_event(&stream).filter(|_| about_event);
+        let event = inspect::last_event(stream).filter(|_| about_event);
         on_step(Step::Output {
             output: &output,
             event,

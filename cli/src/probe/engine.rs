@@ -33,8 +33,12 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header;
 use serde_json::{Value, json};
 use ssegate::client::{
-    CallOptions, Client, ClientConfig, ClientError, PROTOCOL_2026_07_28, PROTOCOL_VERSION,
-    Protocol, Retry, STATELESS_VERSIONS, TASKS_EXTENSION, TaskErrorKind, TaskGeneration, TaskMode,
+    CallOptions, Client, ClientConfig, ClientError, Protocol, Retry, TaskErrorKind, TaskGeneration,
+    TaskMode,
+};
+use ssegate::contract::method::TOOLS_CALL;
+use ssegate::contract::{
+    PROTOCOL_2026_07_28, PROTOCOL_VERSION, STATELESS_VERSIONS, TASKS_EXTENSION, meta,
 };
 use ssegate::message::RpcId;
 use ssegate::resume::ReconnectResponse;
@@ -57,17 +61,24 @@ pub(crate) struct ProbeConfig {
     max_events: u64,
 }
 
+/// The probe's deadline by default: 120 s for the whole probe.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The most body bytes read on one connection by default: 256 MiB.
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 256 << 20;
+/// The most events read on one connection by default: 100 000.
+pub(crate) const DEFAULT_MAX_EVENTS: u64 = 100_000;
+
 impl Default for ProbeConfig {
-    /// The client's defaults, the first tool without required arguments, `{}`, 120 s for the
-    /// whole probe, at most 256 MiB and 100 000 events per connection.
+    /// The client's defaults, the first tool without required arguments, `{}`,
+    /// [`DEFAULT_TIMEOUT`], [`DEFAULT_MAX_BYTES`] and [`DEFAULT_MAX_EVENTS`].
     fn default() -> Self {
         ProbeConfig {
             client: ClientConfig::default(),
             tool: None,
             args: json!({}),
-            timeout: Duration::from_secs(120),
-            max_bytes: 256 << 20,
-            max_events: 100_000,
+            timeout: DEFAULT_TIMEOUT,
+            max_bytes: DEFAULT_MAX_BYTES,
+            max_events: DEFAULT_MAX_EVENTS,
         }
     }
 }
@@ -312,7 +323,7 @@ async fn task_reread(client: &Client, tool: &str, args: &Value) -> TaskReread {
     let mut options = CallOptions::default();
     options.tasks(TaskMode::Require).retry(Retry::Never);
     let params = json!({"name": tool, "arguments": args});
-    let first = match client.call_with("tools/call", params, &options).await {
+    let first = match client.call_with(TOOLS_CALL, params, &options).await {
         Ok(r) => r,
         Err(ClientError::Task(e)) if e.kind == TaskErrorKind::Unsupported => {
             return TaskReread::NoTask;
@@ -325,8 +336,7 @@ async fn task_reread(client: &Client, tool: &str, args: &Value) -> TaskReread {
     let (method, mut params) = match task.generation() {
         TaskGeneration::Extension => (
             "tasks/get",
-            json!({"_meta": {"io.modelcontextprotocol/clientCapabilities":
-                {"extensions": {TASKS_EXTENSION: {}}}}}),
+            json!({"_meta": {meta::CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}}),
         ),
         _ => ("tasks/result", json!({})),
     };
@@ -396,7 +406,7 @@ async fn cut_rounds(
     let version = client.protocol_version().unwrap_or_default();
     let stateless = client.is_stateless();
     let call = |id: i64| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        json!({"jsonrpc": "2.0", "id": id, "method": TOOLS_CALL,
                "params": {"name": tool, "arguments": config.args}})
     };
     // The baseline: the whole stream, to find where to cut.

@@ -43,13 +43,14 @@ pub(crate) struct ProbeArgs {
     replay_timeout_ms: u64,
     /// The deadline of the whole probe, in seconds (fractions allowed); past it the probe stops
     /// and exits 2.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", default_value_t = engine::DEFAULT_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
     timeout: f64,
     /// Most body bytes read on one connection (default 256 MiB).
-    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    #[arg(long, value_name = "BYTES", default_value_t = engine::DEFAULT_MAX_BYTES)]
     max_bytes: u64,
     /// Most events read on one connection.
-    #[arg(long, value_name = "EVENTS", default_value_t = 100_000)]
+    #[arg(long, value_name = "EVENTS", default_value_t = engine::DEFAULT_MAX_EVENTS)]
     max_events: u64,
     /// Print the report as JSON.
     #[arg(long)]
