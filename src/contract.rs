@@ -70,6 +70,7 @@ pub mod jsonrpc {
 /// A JSON-RPC error code ssegate answers with, in the implementation-defined server error range.
 /// One meaning each (the table in the [module docs](self)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Code {
     /// `-32050`: a `tools/call` was sent, its answer was lost, and it was not sent again: the tool
     /// may have run.
@@ -152,6 +153,7 @@ impl fmt::Display for Code {
 
 /// What happened to an answer, the word in an error's `data.kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Kind {
     /// `setup`: the client could not be set up (a bad URL, certificate or header).
     Setup,
