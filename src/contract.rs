@@ -20,7 +20,7 @@
 //! | code | [`Code`] | `data.kind` | meaning |
 //! | --- | --- | --- | --- |
 //! | `-32050` | [`Code::OutcomeUnknown`] | any | a `tools/call` (or a request the caller said must not be re-sent) was sent and its answer lost; it was not sent again: the tool may have run |
-//! | `-32051` | [`Code::Unavailable`] | `setup`, `unreachable`, `http`, `status`, `redirect`, `timeout`, `reconnect-failed`, `tasks`, `task`, `task-cancelled` | the server could not be reached, did not take the request, or gave no answer in time |
+//! | `-32051` | [`Code::Unavailable`] | `setup`, `unreachable`, `http`, `status`, `redirect`, `timeout`, `reconnect-failed`, `tasks`, `task`, `task-cancelled`, `auth` | the server could not be reached, did not take the request, or gave no answer in time |
 //! | `-32052` | [`Code::ServerProtocol`] | `protocol`, `invalid-response` | the server broke the protocol (a torn, invalid or foreign answer) |
 //! | `-32053` | [`Code::Refused`] | `refused`, `too-many-resumes`, `no-progress` | the answer's stream was refused: it could not be resumed as the same stream |
 //!
@@ -187,11 +187,14 @@ pub enum Kind {
     Tasks,
     /// `task`: the call's task could not be read to its end.
     Task,
+    /// `auth`: the client has no token the server accepts (no sign-in, a refused or timed-out
+    /// sign-in, a failed token request); the request was not taken.
+    Auth,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Setup,
         Kind::Unreachable,
         Kind::Http,
@@ -208,6 +211,7 @@ impl Kind {
         Kind::TaskCancelled,
         Kind::Tasks,
         Kind::Task,
+        Kind::Auth,
     ];
 
     /// The stable word.
@@ -229,6 +233,7 @@ impl Kind {
             Kind::TaskCancelled => "task-cancelled",
             Kind::Tasks => "tasks",
             Kind::Task => "task",
+            Kind::Auth => "auth",
         }
     }
 
@@ -252,7 +257,8 @@ impl Kind {
             | Kind::TaskFailed
             | Kind::TaskCancelled
             | Kind::Tasks
-            | Kind::Task => Code::Unavailable,
+            | Kind::Task
+            | Kind::Auth => Code::Unavailable,
         }
     }
 }

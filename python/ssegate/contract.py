@@ -139,6 +139,8 @@ class Kind(str, enum.Enum):
     """The call had to run as a task and could not (required, or unsupported)."""
     TASK = _member(_ssegate.KINDS, "TASK")
     """The call's task could not be read to its end."""
+    AUTH = _member(_ssegate.KINDS, "AUTH")
+    """The client has no token the server accepts; the request was not taken."""
 
     def __str__(self) -> str:
         return self.value

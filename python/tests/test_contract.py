@@ -39,6 +39,7 @@ CODE_OF_KIND = {
     "task-cancelled": UNAVAILABLE,
     "tasks": UNAVAILABLE,
     "task": UNAVAILABLE,
+    "auth": UNAVAILABLE,
 }
 CODES = {
     -32_050: ("OUTCOME_UNKNOWN", "outcome-unknown"),

@@ -161,6 +161,8 @@ pub struct ClientConfig {
     pub(super) reuse_connections: bool,
     pub(super) proxy: Option<String>,
     pub(super) handler: Arc<dyn Handler>,
+    #[cfg(feature = "auth")]
+    pub(super) auth: Option<super::auth::AuthConfig>,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -207,6 +209,8 @@ impl Default for ClientConfig {
             reuse_connections: true,
             proxy: None,
             handler: Arc::new(DefaultHandler),
+            #[cfg(feature = "auth")]
+            auth: None,
         }
     }
 }
@@ -404,6 +408,14 @@ impl ClientConfig {
     /// `CONNECT`). Without it, `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` are honoured.
     pub fn proxy(&mut self, url: impl Into<String>) -> &mut Self {
         self.proxy = Some(url.into());
+        self
+    }
+
+    /// Sign in when the server asks for a token (`401` with a challenge): see
+    /// [`auth`](super::auth). Without it (the default), a `401` is [`ClientError::Status`].
+    #[cfg(feature = "auth")]
+    pub fn auth(&mut self, auth: super::auth::AuthConfig) -> &mut Self {
+        self.auth = Some(auth);
         self
     }
 

@@ -175,6 +175,9 @@ pub enum ClientError {
     Timeout(Duration),
     /// The call ran (or had to run) as a task and has no result.
     Task(Box<TaskError>),
+    /// The server wants a token and the client could not get one it accepts (feature `auth`).
+    #[cfg(feature = "auth")]
+    Auth(Box<super::auth::AuthFailure>),
 }
 
 impl fmt::Display for ClientError {
@@ -249,6 +252,8 @@ impl fmt::Display for ClientError {
                 write!(f, "the call timed out after {} ms", after.as_millis())
             }
             ClientError::Task(e) => e.fmt(f),
+            #[cfg(feature = "auth")]
+            ClientError::Auth(e) => write!(f, "sign-in: {e}"),
         }
     }
 }
@@ -294,6 +299,8 @@ impl ClientError {
                 | TaskErrorKind::ReadError { .. }
                 | TaskErrorKind::InvalidAnswer(_) => Kind::Task,
             },
+            #[cfg(feature = "auth")]
+            ClientError::Auth(_) => Kind::Auth,
         }
     }
 
@@ -306,6 +313,8 @@ impl ClientError {
             ClientError::Setup(_)
             | ClientError::Redirect { .. }
             | ClientError::TooManyRedirects { .. } => Outcome::NotRun,
+            #[cfg(feature = "auth")]
+            ClientError::Auth(_) => Outcome::NotRun,
             ClientError::Http { source, .. } if source.is_connect() => Outcome::NotRun,
             ClientError::Status { status, .. } if *status < 500 => Outcome::NotRun,
             ClientError::Task(t) => match t.kind {

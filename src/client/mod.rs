@@ -71,6 +71,9 @@
 // protocol era is found (`session`), calls and their re-issue (`call`), HTTP requests and reading
 // answers (`transport`), the application's handler (`handler`), tasks (`tasks`), and the 2026-07-28
 // wire format (`v2026_07_28`).
+#[cfg(feature = "auth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
+pub mod auth;
 mod call;
 mod config;
 mod error;
