@@ -2,6 +2,9 @@
 //! needed to reproduce the torn-resume failure on loopback, and to show ssegate's guard preventing
 //! it.
 //!
+//! - [`auth`]: MCP authorization on loopback: an OAuth 2.1 authorization server
+//!   ([`auth::AuthServer`]), an OAuth-protected MCP endpoint in front of the [`server`]
+//!   ([`auth::ProtectedServer`]), and a headless browser ([`auth::follow`]).
 //! - [`server`]: a minimal MCP Streamable HTTP server with a real [`ssegate::replay::ReplayBuffer`]
 //!   per session and a switchable resume-miss behaviour ([`server::ServerMode`]).
 //! - [`proxy`]: a fault-injecting TCP proxy that resets chosen responses at chosen byte offsets.
@@ -14,12 +17,13 @@
 //!   ([`demo::NaiveClient`]) and the guarded [`ssegate::client::Client`].
 //! - [`rng`]: SplitMix64, the seeded generator behind every seed the kit and the command take.
 //!
-//! The proxy and the hostile server bind `127.0.0.1`, the MCP server the address it is given; all
+//! The proxy, the hostile server and the [`auth`] servers bind `127.0.0.1`, the MCP server the address it is given; all
 //! run on the current tokio runtime. The library crate `ssegate` does not depend on this crate; its command
 //! (`ssegate-cli`) and its transport tests do.
 #![deny(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod demo;
 pub mod hostile;
 mod http1;

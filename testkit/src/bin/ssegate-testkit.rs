@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use ssegate::replay::BufferConfig;
+use ssegate_testkit::auth::{
+    AuthServer, AuthServerConfig, IssParameter, MetadataLocation, ProtectedConfig, ProtectedServer,
+    RegisteredClient, ResourcePolicy, TokenAuthMethod,
+};
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
 use ssegate_testkit::server::{
     MCP_PATH, RunningServer, ServerConfig, ServerMode, TaskSupport, expected_result,
@@ -28,8 +32,12 @@ it) on free 127.0.0.1 ports (nothing binds elsewhere) and prints ONE JSON line o
 
   {\"url\": URL, \"server\": SERVER_URL, \"proxy\": PROXY_URL or null}
 
-URL is the endpoint a client should use (the proxy's with --proxy, else the server's), each
-`http://127.0.0.1:PORT/mcp`. It then reads commands on stdin, one per line (blank lines are
+(with --auth, and one more key: \"auth\": AUTH). URL is the endpoint a client should use (the proxy's with --proxy, else the protected endpoint's
+with --auth, else the server's), each `http://127.0.0.1:PORT/mcp`. With --auth (or any --auth-*
+option) an OAuth 2.1 authorization server and an OAuth-protected endpoint in front of the server
+start too (the proxy, if any, goes in front of the protected endpoint), and AUTH is
+{\"issuer\", \"metadata\" (RFC 8414 URL), \"protected\" (the protected endpoint, also the
+resource identifier), \"resource_metadata\" (RFC 9728 URL), \"redirect_uris\"}. It then reads commands on stdin, one per line (blank lines are
 ignored), and answers each with ONE JSON line on stdout. A command that fails answers
 {\"error\": \"...\"} and the process keeps running.
 
@@ -60,6 +68,29 @@ ignored), and answers each with ONE JSON line on stdout. A command that fails an
                      to a file removed when the process exits, and answers
                      {\"path\": PATH, \"bytes\": LENGTH, \"sha256\": HEX}. SIZE is at most
                      --max-result-size.
+  auth-stats         The authorization server's and the protected endpoint's counters:
+                     {\"auth\": {\"metadata_requests\", \"registrations\",
+                     \"registrations_refused\", \"authorizations\", \"authorizations_refused\",
+                     \"token_requests\", \"code_grants\", \"refresh_grants\",
+                     \"client_credentials_grants\", \"token_errors\", \"refreshes_rejected\",
+                     \"access_tokens_issued\", \"tokens_accepted\", \"tokens_rejected\"},
+                     \"protected\": {\"requests\", \"missing_token\", \"invalid_token\",
+                     \"insufficient_scope\", \"admitted\", \"admin_calls\",
+                     \"metadata_requests\"}} (needs --auth, as every auth-* command).
+  auth-requests      The parameters of every request the authorization server received:
+                     {\"authorization\": [{...}], \"token\": [{...}] (no client_secret;
+                     client_auth: none, basic or post), \"registration\": [JSON bodies]}.
+  authorize URL      The headless browser: GETs the authorization URL without following the
+                     redirect and answers {\"redirect\": LOCATION} (the redirect URI with code,
+                     state and iss, or error), or {\"error\": ...} when there is no redirect.
+  auth-approve on|off  Approve (on, the default) or deny (error=access_denied) authorizations.
+  auth-refresh on|off  Accept (on) or refuse with invalid_grant (off) every refresh from now on.
+  auth-expire        Expires every access token issued so far: {\"expired\": N}.
+  auth-revoke        Revokes every access and refresh token: {\"revoked\": N}.
+  auth-ttl MS        The lifetime of access tokens issued from now on: {\"ttl_ms\": MS}.
+  auth-token [SCOPE...]  Issues a token without a flow (client `serve`, audience the protected
+                     endpoint, scopes `mcp` when none given): {\"access_token\",
+                     \"refresh_token\" or null, \"expires_in\", \"scope\"}.
   quit               Stops the proxy and the server, answers {\"stopped\": true} and exits 0. The
                      end of stdin does the same (without the answer).
 
@@ -98,6 +129,37 @@ Server options (the defaults are ServerConfig's):
 Proxy options:
   --proxy                      Start the fault proxy in front of the server (`url` is then its)
   --accept-delay-ms MS         After a cut, hold the proxy's next connection this long [0]
+
+Authorization options (each implies --auth; the defaults are AuthServerConfig's and
+ProtectedConfig's):
+  --auth                       Start the authorization server and the protected endpoint
+  --auth-token-ttl-ms MS       Access token lifetime [3600000]
+  --auth-refresh-max-uses N    Refreshes allowed per grant; the next is invalid_grant [unlimited]
+  --auth-no-rotate             Keep refresh tokens (a refresh returns none) instead of rotating
+  --auth-no-refresh            Issue no refresh tokens
+  --auth-offline-access        Refresh tokens only when the scope includes offline_access
+  --auth-deny                  Deny every authorization (error=access_denied)
+  --auth-pkce s256|plain|none  code_challenge_methods_supported: [\"S256\"], [\"plain\"] or
+                               absent [s256]
+  --auth-iss sent|none|omitted|wrong  RFC 9207 iss: advertised and sent, neither, advertised
+                               and not sent, advertised and another issuer's sent [sent]
+  --auth-issuer-mismatch       The metadata's issuer is not the issuer
+  --auth-issuer-path PATH      The issuer's path (/tenant) [none]
+  --auth-resource check|require|reject|ignore  What RFC 8707 resource parameters get [check]
+  --auth-oidc                  Serve OpenID Connect discovery too
+  --auth-no-oauth-metadata     No RFC 8414 metadata (with --auth-oidc: OpenID Connect only)
+  --auth-no-registration       No dynamic registration
+  --auth-client ID[:SECRET[:basic|post]]  A pre-registered client (repeatable): public without
+                               a secret, else client_secret_basic unless `post`; its redirect
+                               URIs are --auth-redirect-uri's
+  --auth-redirect-uri URI      A pre-registered client's redirect URI (repeatable; loopback
+                               http URIs match any port) [http://127.0.0.1/callback]
+  --auth-scopes SCOPES         scopes_supported, space-separated, of both servers [mcp admin]
+  --auth-tool-scope TOOL=SCOPE A tool that needs an extra scope (repeatable) [admin_echo=admin]
+  --auth-require-audience      Refuse tokens issued without a resource
+  --auth-metadata-at path|root|/PATH  Where the protected-resource metadata is: path-inserted,
+                               the root, or a path only the challenge names [path]
+  --auth-no-challenge-metadata The 401 challenge names no resource_metadata
 
 Numbers may contain `_` (1_048_576). Exit status: 0 after `quit` or the end of stdin, 2 on a bad
 command line, 1 when the server or proxy cannot start.
@@ -157,7 +219,39 @@ const VALUE_OPTIONS: &[&str] = &[
     "--max-tasks",
     "--task-failure",
     "--accept-delay-ms",
+    "--auth-token-ttl-ms",
+    "--auth-refresh-max-uses",
+    "--auth-pkce",
+    "--auth-iss",
+    "--auth-issuer-path",
+    "--auth-resource",
+    "--auth-client",
+    "--auth-redirect-uri",
+    "--auth-scopes",
+    "--auth-tool-scope",
+    "--auth-metadata-at",
 ];
+
+/// The options of `serve` that take no value.
+const FLAGS: &[&str] = &[
+    "--proxy",
+    "--tools-list-sse",
+    "--task-reads-sse",
+    "--auth",
+    "--auth-no-rotate",
+    "--auth-no-refresh",
+    "--auth-offline-access",
+    "--auth-deny",
+    "--auth-issuer-mismatch",
+    "--auth-oidc",
+    "--auth-no-oauth-metadata",
+    "--auth-no-registration",
+    "--auth-require-audience",
+    "--auth-no-challenge-metadata",
+];
+
+/// The redirect URI of pre-registered clients when --auth-redirect-uri gives none.
+const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1/callback";
 
 /// What `serve` was asked to start.
 #[derive(Debug)]
@@ -165,7 +259,17 @@ struct Options {
     server: ServerConfig,
     /// `Some` with `--proxy`.
     proxy: Option<ProxyConfig>,
+    /// `Some` with `--auth` or any `--auth-*` option.
+    auth: Option<AuthOptions>,
     max_result_size: usize,
+}
+
+/// What `--auth*` asked for.
+#[derive(Debug)]
+struct AuthOptions {
+    server: AuthServerConfig,
+    protected: ProtectedConfig,
+    redirect_uris: Vec<String>,
 }
 
 impl Options {
@@ -175,15 +279,24 @@ impl Options {
         let mut proxy = false;
         let mut accept_delay = Duration::ZERO;
         let mut max_result_size = 64 << 20;
+        let mut auth = false;
+        let mut auth_server = AuthServerConfig::default();
+        let mut protected = ProtectedConfig::default();
+        let mut clients: Vec<(String, Option<String>, TokenAuthMethod)> = Vec::new();
+        let mut redirect_uris: Vec<String> = Vec::new();
+        let mut tool_scopes: Vec<(String, String)> = Vec::new();
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             let (name, inline) = match arg.split_once('=') {
                 Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
                 _ => (arg.as_str(), None),
             };
+            if name.starts_with("--auth") {
+                auth = true;
+            }
             // Flags without a value.
             match name {
-                "--proxy" | "--tools-list-sse" | "--task-reads-sse" => {
+                _ if FLAGS.contains(&name) => {
                     if inline.is_some() {
                         return Err(format!("{name} takes no value"));
                     }
@@ -192,9 +305,40 @@ impl Options {
                         "--tools-list-sse" => {
                             server.tools_list_sse(true);
                         }
-                        _ => {
+                        "--task-reads-sse" => {
                             server.task_reads_sse(true);
                         }
+                        "--auth-no-rotate" => {
+                            auth_server.rotate_refresh_tokens(false);
+                        }
+                        "--auth-no-refresh" => {
+                            auth_server.refresh_tokens(false);
+                        }
+                        "--auth-offline-access" => {
+                            auth_server.offline_access(true);
+                        }
+                        "--auth-deny" => {
+                            auth_server.approve(false);
+                        }
+                        "--auth-issuer-mismatch" => {
+                            auth_server.issuer_mismatch(true);
+                        }
+                        "--auth-oidc" => {
+                            auth_server.oidc_discovery(true);
+                        }
+                        "--auth-no-oauth-metadata" => {
+                            auth_server.oauth_metadata(false);
+                        }
+                        "--auth-no-registration" => {
+                            auth_server.registration(false);
+                        }
+                        "--auth-require-audience" => {
+                            protected.require_audience(true);
+                        }
+                        "--auth-no-challenge-metadata" => {
+                            protected.challenge_metadata(false);
+                        }
+                        _ => {} // --auth
                     }
                     continue;
                 }
@@ -308,6 +452,94 @@ impl Options {
                     server.task_failure(Some((code, message.to_owned())));
                 }
                 "--accept-delay-ms" => accept_delay = millis(name, v)?,
+                "--auth-token-ttl-ms" => {
+                    auth_server.access_token_ttl(millis(name, v)?);
+                }
+                "--auth-refresh-max-uses" => {
+                    auth_server.refresh_token_max_uses(Some(number(name, v)?));
+                }
+                "--auth-pkce" => {
+                    auth_server.code_challenge_methods(match v {
+                        "s256" => Some(vec!["S256".to_owned()]),
+                        "plain" => Some(vec!["plain".to_owned()]),
+                        "none" => None,
+                        _ => return Err(format!("{name} {v:?}: expected s256, plain or none")),
+                    });
+                }
+                "--auth-iss" => {
+                    auth_server.iss(match v {
+                        "sent" => IssParameter::Sent,
+                        "none" => IssParameter::NotSupported,
+                        "omitted" => IssParameter::Omitted,
+                        "wrong" => IssParameter::Wrong,
+                        _ => {
+                            return Err(format!(
+                                "{name} {v:?}: expected sent, none, omitted or wrong"
+                            ));
+                        }
+                    });
+                }
+                "--auth-issuer-path" => {
+                    auth_server.issuer_path(v);
+                }
+                "--auth-resource" => {
+                    auth_server.resource_policy(match v {
+                        "check" => ResourcePolicy::Check,
+                        "require" => ResourcePolicy::Require,
+                        "reject" => ResourcePolicy::Reject,
+                        "ignore" => ResourcePolicy::Ignore,
+                        _ => {
+                            return Err(format!(
+                                "{name} {v:?}: expected check, require, reject or ignore"
+                            ));
+                        }
+                    });
+                }
+                "--auth-client" => {
+                    let mut parts = v.splitn(3, ':');
+                    let id = parts.next().unwrap_or_default();
+                    if id.is_empty() {
+                        return Err(format!("{name} {v:?}: expected ID[:SECRET[:basic|post]]"));
+                    }
+                    let secret = parts.next().filter(|s| !s.is_empty()).map(str::to_owned);
+                    let method = match (secret.is_some(), parts.next()) {
+                        (false, None) => TokenAuthMethod::None,
+                        (true, None | Some("basic")) => TokenAuthMethod::ClientSecretBasic,
+                        (true, Some("post")) => TokenAuthMethod::ClientSecretPost,
+                        _ => {
+                            return Err(format!("{name} {v:?}: expected ID[:SECRET[:basic|post]]"));
+                        }
+                    };
+                    clients.push((id.to_owned(), secret, method));
+                }
+                "--auth-redirect-uri" => redirect_uris.push(v.to_owned()),
+                "--auth-scopes" => {
+                    let scopes: Vec<String> = v.split_whitespace().map(str::to_owned).collect();
+                    if scopes.is_empty() {
+                        return Err(format!("{name}: no scope"));
+                    }
+                    auth_server.scopes_supported(scopes.clone());
+                    protected.scopes_supported(scopes);
+                }
+                "--auth-tool-scope" => {
+                    let Some((tool, scope)) = v
+                        .split_once('=')
+                        .filter(|(t, s)| !t.is_empty() && !s.is_empty())
+                    else {
+                        return Err(format!("{name} {v:?}: expected TOOL=SCOPE"));
+                    };
+                    tool_scopes.push((tool.to_owned(), scope.to_owned()));
+                }
+                "--auth-metadata-at" => {
+                    protected.metadata_location(match v {
+                        "path" => MetadataLocation::PathInserted,
+                        "root" => MetadataLocation::Root,
+                        p if p.starts_with('/') => MetadataLocation::Custom(p.to_owned()),
+                        _ => {
+                            return Err(format!("{name} {v:?}: expected path, root or /PATH"));
+                        }
+                    });
+                }
                 _ => return Err(format!("unknown option {name}")),
             }
         }
@@ -319,9 +551,31 @@ impl Options {
             config.accept_delay(accept_delay);
             config
         });
+        let auth = auth.then(|| {
+            if redirect_uris.is_empty() {
+                redirect_uris.push(DEFAULT_REDIRECT_URI.to_owned());
+            }
+            for (id, secret, method) in clients {
+                auth_server.client(match secret {
+                    None => RegisteredClient::public(id, redirect_uris.clone()),
+                    Some(secret) => {
+                        RegisteredClient::confidential(id, secret, method, redirect_uris.clone())
+                    }
+                });
+            }
+            for (tool, scope) in tool_scopes {
+                protected.tool_scope(tool, scope);
+            }
+            AuthOptions {
+                server: auth_server,
+                protected,
+                redirect_uris,
+            }
+        });
         Ok(Options {
             server,
             proxy,
+            auth,
             max_result_size,
         })
     }
@@ -364,13 +618,26 @@ fn serve(options: Options) -> ExitCode {
     let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let started = runtime.block_on(async {
         let server = options.server.start(loopback).await?;
-        let proxy = match &options.proxy {
-            Some(config) => Some(config.start(server.addr()).await?),
+        let auth = match options.auth {
+            Some(a) => {
+                let auth = AuthServer::start(a.server).await?;
+                let protected = ProtectedServer::start(server.addr(), &auth, a.protected).await?;
+                Some(Auth {
+                    server: auth,
+                    protected,
+                    redirect_uris: a.redirect_uris,
+                })
+            }
             None => None,
         };
-        Ok::<_, io::Error>((server, proxy))
+        let front = auth.as_ref().map_or(server.addr(), |a| a.protected.addr());
+        let proxy = match &options.proxy {
+            Some(config) => Some(config.start(front).await?),
+            None => None,
+        };
+        Ok::<_, io::Error>((server, proxy, auth))
     });
-    let (server, proxy) = match started {
+    let (server, proxy, auth) = match started {
         Ok(started) => started,
         Err(e) => {
             eprintln!("ssegate-testkit: cannot start: {e}");
@@ -380,6 +647,8 @@ fn serve(options: Options) -> ExitCode {
     let mut kit = Kit {
         server,
         proxy,
+        auth,
+        runtime: runtime.handle().clone(),
         armed: None,
         max_result_size: options.max_result_size,
         files: None,
@@ -389,11 +658,27 @@ fn serve(options: Options) -> ExitCode {
         .proxy
         .as_ref()
         .map(|p| format!("http://{}{MCP_PATH}", p.addr()));
-    let hello = json!({
-        "url": proxy_url.clone().unwrap_or_else(|| server_url.clone()),
+    let auth_hello = kit.auth.as_ref().map(|a| {
+        json!({
+            "issuer": a.server.issuer(),
+            "metadata": a.server.metadata_url(),
+            "protected": a.protected.url(),
+            "resource_metadata": a.protected.metadata_url(),
+            "redirect_uris": a.redirect_uris,
+        })
+    });
+    let front_url = kit
+        .auth
+        .as_ref()
+        .map_or_else(|| server_url.clone(), |a| a.protected.url());
+    let mut hello = json!({
+        "url": proxy_url.clone().unwrap_or(front_url),
         "server": server_url,
         "proxy": proxy_url,
     });
+    if let Some(auth) = auth_hello {
+        hello["auth"] = auth;
+    }
     let mut quit = false;
     if emit(&hello).is_ok() {
         let mut stdin = io::stdin().lock();
@@ -425,12 +710,17 @@ fn serve(options: Options) -> ExitCode {
     let Kit {
         server,
         proxy,
+        auth,
         files,
         ..
     } = kit;
     runtime.block_on(async {
         if let Some(proxy) = proxy {
             proxy.shutdown().await;
+        }
+        if let Some(auth) = auth {
+            auth.protected.shutdown().await;
+            auth.server.shutdown().await;
         }
         server.shutdown().await;
     });
@@ -444,10 +734,20 @@ fn serve(options: Options) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The authorization server and the protected endpoint of `--auth`.
+struct Auth {
+    server: AuthServer,
+    protected: ProtectedServer,
+    redirect_uris: Vec<String>,
+}
+
 /// What the commands act on.
 struct Kit {
     server: RunningServer,
     proxy: Option<RunningProxy>,
+    auth: Option<Auth>,
+    /// For the commands that do I/O (`authorize`).
+    runtime: tokio::runtime::Handle,
     /// The offset of the cut armed last (`cut N`), until `cut off`.
     armed: Option<u64>,
     max_result_size: usize,
@@ -500,9 +800,78 @@ impl Kit {
                 let seed: u64 = number("SEED", seed)?;
                 self.expected(size, seed)
             }
+            [word, ..] if word.starts_with("auth") => self.auth_command(&words),
             _ => Err(format!(
                 "unknown command {line:?} (expected: cut N, cut off, cuts, proxy-stats, stats, \
-                 expected SIZE SEED, quit)"
+                 expected SIZE SEED, auth-stats, auth-requests, authorize URL, auth-approve \
+                 on|off, auth-refresh on|off, auth-expire, auth-revoke, auth-ttl MS, auth-token \
+                 [SCOPE...], quit)"
+            )),
+        }
+    }
+
+    fn auth_command(&self, words: &[&str]) -> Result<Value, String> {
+        let auth = self
+            .auth
+            .as_ref()
+            .ok_or_else(|| "no authorization server: start with --auth".to_owned())?;
+        let on_off = |v: &str| match v {
+            "on" => Ok(true),
+            "off" => Ok(false),
+            _ => Err(format!("{v:?}: expected on or off")),
+        };
+        match words {
+            ["auth-stats"] => Ok(json!({
+                "auth": auth.server.stats().to_json(),
+                "protected": auth.protected.stats().to_json(),
+            })),
+            ["auth-requests"] => Ok(json!({
+                "authorization": auth.server.authorization_requests(),
+                "token": auth.server.token_requests(),
+                "registration": auth.server.registration_requests(),
+            })),
+            ["authorize", url] => self
+                .runtime
+                .block_on(ssegate_testkit::auth::follow(url))
+                .map(|redirect| json!({"redirect": redirect}))
+                .map_err(|e| e.to_string()),
+            ["auth-approve", v] => {
+                let on = on_off(v)?;
+                auth.server.set_approve(on);
+                Ok(json!({"approve": on}))
+            }
+            ["auth-refresh", v] => {
+                let on = on_off(v)?;
+                auth.server.set_refresh_rejected(!on);
+                Ok(json!({"refresh": on}))
+            }
+            ["auth-expire"] => Ok(json!({"expired": auth.server.expire_access_tokens()})),
+            ["auth-revoke"] => Ok(json!({"revoked": auth.server.revoke_all()})),
+            ["auth-ttl", ms] => {
+                let ms: u64 = number("MS", ms)?;
+                auth.server.set_access_token_ttl(Duration::from_millis(ms));
+                Ok(json!({"ttl_ms": ms}))
+            }
+            ["auth-token", scopes @ ..] => {
+                let scopes: Vec<&str> = if scopes.is_empty() {
+                    vec!["mcp"]
+                } else {
+                    scopes.to_vec()
+                };
+                let resource = auth.protected.url();
+                let t = auth.server.issue_token("serve", &scopes, Some(&resource));
+                Ok(json!({
+                    "access_token": t.access_token,
+                    "refresh_token": t.refresh_token,
+                    "expires_in": t.expires_in.as_secs(),
+                    "scope": t.scopes.join(" "),
+                }))
+            }
+            _ => Err(format!(
+                "unknown command {:?} (auth-stats, auth-requests, authorize URL, auth-approve \
+                 on|off, auth-refresh on|off, auth-expire, auth-revoke, auth-ttl MS, auth-token \
+                 [SCOPE...])",
+                words.join(" ")
             )),
         }
     }
@@ -568,6 +937,15 @@ mod tests {
                 "--mode" => "restart",
                 "--tasks" => "offer",
                 "--task-failure" => "-32000:no",
+                "--auth-pkce" => "none",
+                "--auth-iss" => "wrong",
+                "--auth-issuer-path" => "/tenant",
+                "--auth-resource" => "reject",
+                "--auth-client" => "id:secret:post",
+                "--auth-redirect-uri" => "http://127.0.0.1/cb",
+                "--auth-scopes" => "mcp admin",
+                "--auth-tool-scope" => "big_result=admin",
+                "--auth-metadata-at" => "root",
                 _ => "1_000",
             };
             parse(&[name, value]).unwrap_or_else(|e| panic!("{name} {value}: {e}"));
@@ -577,7 +955,7 @@ mod tests {
                 "{name} is not in --help"
             );
         }
-        for flag in ["--proxy", "--tools-list-sse", "--task-reads-sse"] {
+        for &flag in FLAGS {
             parse(&[flag]).unwrap_or_else(|e| panic!("{flag}: {e}"));
             assert!(
                 USAGE.contains(&format!("  {flag} ")),
@@ -586,6 +964,10 @@ mod tests {
         }
         assert!(parse(&["--proxy"]).unwrap().proxy.is_some());
         assert!(parse(&[]).unwrap().proxy.is_none());
+        assert!(parse(&[]).unwrap().auth.is_none());
+        assert!(parse(&["--auth-deny"]).unwrap().auth.is_some());
+        let a = parse(&["--auth-client", "pub"]).unwrap().auth.unwrap();
+        assert_eq!(a.redirect_uris, vec![DEFAULT_REDIRECT_URI.to_owned()]);
     }
 
     #[test]
@@ -599,6 +981,10 @@ mod tests {
             (&["--proxy=yes"], "takes no value"),
             (&["stray"], "unexpected argument"),
             (&["--tasks", "maybe"], "expected off, offer or require"),
+            (&["--auth-pkce", "md5"], "expected s256, plain or none"),
+            (&["--auth-client", "id::nope"], "expected ID[:SECRET"),
+            (&["--auth-tool-scope", "admin"], "expected TOOL=SCOPE"),
+            (&["--auth=yes"], "takes no value"),
         ] {
             let e = parse(args).expect_err(why);
             assert!(e.contains(why), "{args:?}: {e}");
