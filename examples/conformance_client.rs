@@ -7,6 +7,13 @@
 //! (a JSON object). Each scenario is one function below. Exit code 0 on success; otherwise 1 and a
 //! one-line reason on stderr.
 //!
+//! The `auth/*` scenarios (feature `auth`) start their own authorization server: the client signs
+//! in with [`ClientConfig::auth`] and a headless [`SignIn`](ssegate::client::auth::SignIn) that
+//! fetches the authorization URL without following redirects and hands back the `Location` the
+//! server redirected to (as the suite's reference client does), then lists the tools and calls
+//! `test-tool`. `auth/pre-registration` and `auth/client-credentials-*` take their client from
+//! `MCP_CONFORMANCE_CONTEXT`.
+//!
 //! ```text
 //! cargo build --release --example conformance_client --all-features
 //! conformance/run                       # all the scenario runs CI requires, with a result table
@@ -54,6 +61,12 @@ async fn run() -> Outcome {
         .client_name("ssegate-conformance")
         .call_timeout(Some(CALL_TIMEOUT))
         .handler(Arc::new(ConformanceHandler));
+    if scenario.starts_with("auth/") {
+        #[cfg(feature = "auth")]
+        config.auth(sign_in::config(&scenario)?);
+        #[cfg(not(feature = "auth"))]
+        return Err("the auth scenarios need the auth feature".into());
+    }
     let client = Client::connect(&url, config)
         .await
         .map_err(|e| format!("connect: {e}"))?;
@@ -71,6 +84,7 @@ async fn run() -> Outcome {
         "http-custom-headers" => http_custom_headers(&client).await?,
         "http-invalid-tool-headers" => http_invalid_tool_headers(&client).await?,
         "json-schema-ref-no-deref" => json_schema_ref_no_deref(&client).await?,
+        s if s.starts_with("auth/") => signed_in(&client).await?,
         other => return Err(format!("unknown scenario {other:?}")),
     }
     // Ends a 2025-era session (`DELETE`); some test servers refuse it, which changes nothing.
@@ -275,6 +289,105 @@ async fn json_schema_ref_no_deref(client: &Client) -> Outcome {
         return Err(format!("lookup_user's profile $ref changed: {reference}"));
     }
     Ok(())
+}
+
+/// `auth/*`: signed in by `Client::connect` (or at the first request that needs a token), the
+/// tools are listed and `test-tool` called, as the suite's reference client does.
+async fn signed_in(client: &Client) -> Outcome {
+    let tools = list_tools(client).await?;
+    find_tool(&tools, "test-tool")?;
+    let result = call_tool(client, "test-tool", json!({})).await?;
+    expect_text(&result, "test")
+}
+
+#[cfg(feature = "auth")]
+mod sign_in {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::Value;
+    use ssegate::client::auth::{AuthConfig, SignIn, SignInError};
+
+    use super::env;
+
+    /// The redirect URI the reference client registers (nothing listens there: the redirect is
+    /// read, never followed).
+    const REDIRECT_URI: &str = "http://localhost:3000/callback";
+    /// The reference client's Client ID Metadata Document URL (used where the authorization
+    /// server supports them: `auth/basic-cimd`).
+    const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+    /// The scenario's sign-in settings.
+    pub(super) fn config(scenario: &str) -> Result<AuthConfig, String> {
+        let mut auth = AuthConfig::default();
+        auth.client_name("ssegate-conformance")
+            .client_metadata_url(CLIENT_METADATA_URL)
+            .sign_in_timeout(Duration::from_secs(10));
+        let pre_registered = scenario == "auth/pre-registration";
+        let machine = scenario.starts_with("auth/client-credentials-");
+        if pre_registered || machine {
+            let context: Value = serde_json::from_str(&env("MCP_CONFORMANCE_CONTEXT")?)
+                .map_err(|e| format!("MCP_CONFORMANCE_CONTEXT: {e}"))?;
+            let id = context["client_id"]
+                .as_str()
+                .ok_or("MCP_CONFORMANCE_CONTEXT has no client_id")?;
+            let secret = context["client_secret"].as_str().map(str::to_owned);
+            auth.client(id, secret);
+        }
+        if machine {
+            auth.client_credentials(true);
+        } else {
+            auth.sign_in(Arc::new(Headless::new()?));
+        }
+        Ok(auth)
+    }
+
+    /// Approves every sign-in: the authorization server's redirect is the answer.
+    #[derive(Debug)]
+    struct Headless {
+        http: reqwest::Client,
+    }
+
+    impl Headless {
+        fn new() -> Result<Headless, String> {
+            // reqwest comes without a crypto provider; ring is ssegate's.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| format!("HTTP client: {e}"))?;
+            Ok(Headless { http })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl SignIn for Headless {
+        async fn redirect_uri(&self) -> Result<String, SignInError> {
+            Ok(REDIRECT_URI.to_owned())
+        }
+
+        async fn authorize(&self, url: &str) -> Result<String, SignInError> {
+            eprintln!("sign-in: GET {url}");
+            let res = self
+                .http
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| SignInError::Other(format!("GET {url}: {e}")))?;
+            let location = res
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .ok_or_else(|| {
+                    SignInError::Other(format!(
+                        "{url} answered {} without a Location",
+                        res.status()
+                    ))
+                })?;
+            eprintln!("sign-in: redirected to {location}");
+            Ok(location.to_owned())
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -373,6 +373,10 @@ pub const DEFAULT_MAX_STALLED_RESUMES: u32 = 4;
 pub const DEFAULT_MAX_RECONNECT_ATTEMPTS: u32 = 6;
 /// The first wait between failed attempts at one resume (it doubles): 250 ms.
 pub const DEFAULT_BACKOFF: Duration = Duration::from_millis(250);
+/// How long a sign-in may wait for the user to approve: 120 s.
+pub const DEFAULT_SIGN_IN_TIMEOUT: Duration = Duration::from_secs(120);
+/// Most step-ups (`403 insufficient_scope`, a sign-in for more scopes) for one request: 2.
+pub const DEFAULT_MAX_STEP_UPS: u32 = 2;
 /// Most attempts at a call whose stream was lost, when re-issuing it is safe: 3.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 

@@ -1,25 +1,92 @@
 //! Sign-in: the client side of MCP authorization (OAuth 2.1), feature `auth`.
 //!
-//! INTERFACE SKELETON (branch `oauth`): the types and signatures below are the contract between the
-//! library, the command and the tests; the implementation fills them in.
-//!
-//! A server that needs a token answers `401` with a `WWW-Authenticate` challenge. With
+//! A server that needs a token answers `401` with a `WWW-Authenticate: Bearer` challenge. With
 //! [`ClientConfig::auth`](super::ClientConfig::auth) set, the client then discovers the
-//! authorization server (RFC 9728 protected-resource metadata, RFC 8414 / OpenID Connect
-//! metadata), registers (a pre-registered client, a Client ID Metadata Document, or dynamic
+//! authorization server (RFC 9728 protected-resource metadata from the challenge's
+//! `resource_metadata`, else the well-known locations; RFC 8414 / OpenID Connect metadata, its
+//! `issuer` checked), registers (a pre-registered client, a Client ID Metadata Document, or dynamic
 //! registration), asks the application's [`SignIn`] to let the user approve (authorization code
-//! with PKCE S256, `state` and `iss` checked, `resource` sent), stores the tokens in the
-//! [`CredentialStore`], and sends the request again. Every later request, resumes included,
-//! carries the token; it is refreshed before it expires and once on a `401`; a `403
-//! insufficient_scope` asks for the scope (step-up), at most [`AuthConfig::max_step_ups`] times.
+//! with PKCE S256, refused when the server does not offer S256; `state` and RFC 9207 `iss`
+//! checked; RFC 8707 `resource` sent), stores the tokens in the [`CredentialStore`], and sends the
+//! request again. Every later request to the endpoint, resumes (`GET` + `Last-Event-ID`) and the
+//! closing `DELETE` included, carries `Authorization: Bearer <token>` (never a redirect hop to
+//! another origin).
+//!
+//! | the server answers | the client |
+//! | --- | --- |
+//! | `401` to a request with a token | refreshes once and sends it again; if there is no refresh token, or the refresh is refused, signs in once |
+//! | `401` to a request without one | signs in ([`AuthFailure::SignInRequired`] without a [`SignIn`] or client credentials) |
+//! | `401` right after a sign-in | [`AuthFailure::Rejected`] (never a loop) |
+//! | `403` with `error="insufficient_scope"` | signs in again for the scopes granted plus the challenged ones (step-up), at most [`AuthConfig::max_step_ups`] times, then [`AuthFailure::InsufficientScope`] |
+//!
+//! A token about to expire (30 s left, or half its lifetime) is refreshed before it is sent; a
+//! refresh answer without a new refresh token keeps the old one. Scopes asked for: the
+//! configured ones ([`AuthConfig::scopes`]), else the challenge's, else the protected resource
+//! metadata's, else none (`offline_access` added where the authorization server offers it).
+//! Concurrent requests of a client (and the clients sharing one [`AuthConfig`]: clones share
+//! the sign-in state) wait for one sign-in; [`SignIn::exclusive`] extends that to other
+//! processes, which find the new tokens in the store. Every failure is
+//! [`ClientError::Auth`](super::ClientError::Auth) with an [`AuthFailure`].
+//!
 //! Discovery, registration, PKCE, the token requests and refresh are rmcp's `auth` module
-//! (`AuthorizationManager`), on the client's own HTTP stack.
+//! (`AuthorizationManager`), on the client's own HTTP stack (its TLS roots and proxy; OAuth
+//! answers are read up to 1 MiB within 30 s). A dynamic registration's client secret, which
+//! rmcp's [`StoredCredentials`] has no field for, is kept in the stored token response (field
+//! `ssegate_registration`, with the redirect URI), so a confidential client still refreshes its
+//! tokens after a restart, and the registration is reused by a later sign-in with the same
+//! authorization server and redirect URI. Limits: an authorization server named by a private
+//! IP address literal (`10.0.0.9`) is accepted only for an MCP server on a loopback address
+//! (rmcp's guard against server-side request forgery; a host name is not filtered); the
+//! client-credentials grant sends the endpoint URL as `resource`.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), ssegate::client::ClientError> {
+//! use std::sync::Arc;
+//! use ssegate::client::auth::{AuthConfig, SignIn, SignInError};
+//! use ssegate::client::{Client, ClientConfig, Retry};
+//!
+//! /// Prints the URL and reads the address the browser was sent back to.
+//! #[derive(Debug)]
+//! struct Terminal;
+//!
+//! #[async_trait::async_trait]
+//! impl SignIn for Terminal {
+//!     async fn redirect_uri(&self) -> Result<String, SignInError> {
+//!         Ok("http://127.0.0.1:8976/callback".to_owned())
+//!     }
+//!
+//!     async fn authorize(&self, url: &str) -> Result<String, SignInError> {
+//!         println!("Open {url}, then paste the address you land on:");
+//!         let mut line = String::new();
+//!         std::io::stdin().read_line(&mut line).map_err(SignInError::Io)?;
+//!         Ok(line.trim().to_owned())
+//!     }
+//! }
+//!
+//! let mut auth = AuthConfig::default();
+//! auth.sign_in(Arc::new(Terminal)).client_name("my-agent");
+//! let mut config = ClientConfig::default();
+//! config.auth(auth);
+//! let client = Client::connect("https://mcp.example.com/mcp", config).await?;
+//! let tools = client.list_tools().await?;
+//! println!("{} tools", tools.len());
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
+
+mod flow;
+mod http;
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::contract;
+
+pub(crate) use flow::{Challenge, Context, Rounds};
 pub use rmcp::transport::auth::{
     AuthError as OAuthError, CredentialRefreshGuard, CredentialStore, InMemoryCredentialStore,
     StoredCredentials,
@@ -156,6 +223,8 @@ pub struct AuthConfig {
     pub(crate) client_credentials: bool,
     pub(crate) max_step_ups: u32,
     pub(crate) sign_in_timeout: Duration,
+    /// The sign-in state the clones share (the manager of each endpoint, its mutex).
+    pub(crate) shared: Arc<flow::Shared>,
 }
 
 impl fmt::Debug for AuthConfig {
@@ -163,7 +232,10 @@ impl fmt::Debug for AuthConfig {
         f.debug_struct("AuthConfig")
             .field("sign_in", &self.sign_in)
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[REDACTED]"))
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("client_name", &self.client_name)
             .field("scopes", &self.scopes)
@@ -178,7 +250,7 @@ impl fmt::Debug for AuthConfig {
 impl Default for AuthConfig {
     /// Tokens in memory, no [`SignIn`] (a server that asks for one is
     /// [`AuthFailure::SignInRequired`]), dynamic registration as `ssegate`, scopes from the
-    /// challenge or the metadata, `resource` sent, 3 step-ups, a 120 s sign-in timeout.
+    /// challenge or the metadata, `resource` sent, 2 step-ups, a 120 s sign-in timeout.
     fn default() -> Self {
         AuthConfig {
             store: Arc::new(InMemoryCredentialStore::new()),
@@ -190,8 +262,9 @@ impl Default for AuthConfig {
             scopes: Vec::new(),
             send_resource: true,
             client_credentials: false,
-            max_step_ups: 3,
-            sign_in_timeout: Duration::from_secs(120),
+            max_step_ups: contract::DEFAULT_MAX_STEP_UPS,
+            sign_in_timeout: contract::DEFAULT_SIGN_IN_TIMEOUT,
+            shared: Arc::default(),
         }
     }
 }
@@ -249,7 +322,9 @@ impl AuthConfig {
         self
     }
 
-    /// Most step-ups on `403 insufficient_scope` for one request (default 3).
+    /// Most step-ups on `403 insufficient_scope` for one request (default 2): with the sign-in a
+    /// `401` may need first, a request signs in at most `1 + n` times (the conformance suite's
+    /// limit is 3).
     pub fn max_step_ups(&mut self, n: u32) -> &mut Self {
         self.max_step_ups = n;
         self

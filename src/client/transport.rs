@@ -113,7 +113,10 @@ pub(super) async fn status_error(
 impl Client {
     /// Sends one request of `session` to the endpoint: the configured headers, the session's
     /// headers, then `extra`. A redirect is an error unless [`ClientConfig::redirects`] follows it
-    /// (see [`Redirects::Follow`] for what crosses to another origin).
+    /// (see [`Redirects::Follow`] for what crosses to another origin). With
+    /// [`ClientConfig::auth`], the request carries the token and a `401` or a `403
+    /// insufficient_scope` leads to a refresh or a sign-in, and the request is sent again (see
+    /// [`auth`](super::auth)).
     pub(super) async fn send(
         &self,
         method: reqwest::Method,
@@ -121,6 +124,82 @@ impl Client {
         extra: HeaderMap,
         body: Option<Bytes>,
         during: &'static str,
+    ) -> Result<reqwest::Response, ClientError> {
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.inner.config.auth {
+            return self
+                .send_signed_in(auth, method, session, &extra, body.as_ref(), during)
+                .await;
+        }
+        self.send_once(method, session, &extra, body.as_ref(), during, None)
+            .await
+    }
+
+    /// [`Client::send`] with sign-in: the token (refreshed ahead of expiry) on every request, and
+    /// the request sent again after a refresh, a sign-in or a step-up (the body is `Bytes`).
+    #[cfg(feature = "auth")]
+    async fn send_signed_in(
+        &self,
+        auth: &super::auth::AuthConfig,
+        method: reqwest::Method,
+        session: &Session,
+        extra: &HeaderMap,
+        body: Option<&Bytes>,
+        during: &'static str,
+    ) -> Result<reqwest::Response, ClientError> {
+        use super::auth::{AuthFailure, Challenge, Context, OAuthError, Rounds};
+        let cx = Context {
+            auth,
+            config: &self.inner.config,
+            url: &self.inner.url,
+        };
+        let endpoint = auth.shared.endpoint(&self.inner.url);
+        let mut token = endpoint.token(&cx).await?;
+        let mut rounds = Rounds::default();
+        loop {
+            let bearer = match token.as_deref() {
+                Some(t) => {
+                    let mut value =
+                        HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| {
+                            ClientError::Auth(Box::new(AuthFailure::OAuth(
+                                OAuthError::InvalidTokenType(
+                                    "the access token is not a valid header value".to_owned(),
+                                ),
+                            )))
+                        })?;
+                    value.set_sensitive(true);
+                    Some(value)
+                }
+                None => None,
+            };
+            let res = self
+                .send_once(method.clone(), session, extra, body, during, bearer)
+                .await?;
+            let Some(challenge) =
+                Challenge::of(res.status().as_u16(), res.headers(), &self.inner.url)
+            else {
+                return Ok(res);
+            };
+            // The refusal's body is never read: dropping the answer closes its connection.
+            drop(res);
+            debug!(?challenge, "the server asks for a token");
+            let next = endpoint
+                .answer(&cx, &challenge, token.as_deref(), &mut rounds)
+                .await?;
+            token = Some(next);
+        }
+    }
+
+    /// One request, redirects followed as configured; `bearer` (the sign-in's token) goes with
+    /// every hop within the endpoint's origin.
+    async fn send_once(
+        &self,
+        method: reqwest::Method,
+        session: &Session,
+        extra: &HeaderMap,
+        body: Option<&Bytes>,
+        during: &'static str,
+        bearer: Option<HeaderValue>,
     ) -> Result<reqwest::Response, ClientError> {
         let origin = self.inner.url.origin();
         let mut url = self.inner.url.clone();
@@ -136,9 +215,15 @@ impl Client {
                 if let Some(v) = &session.protocol_version {
                     req = req.header(PROTOCOL_HEADER, v);
                 }
+                // Replaces a configured `Authorization`.
+                if let Some(bearer) = &bearer {
+                    let mut auth = HeaderMap::new();
+                    auth.insert(header::AUTHORIZATION, bearer.clone());
+                    req = req.headers(auth);
+                }
             }
             req = req.headers(extra.clone());
-            if let Some(body) = &body {
+            if let Some(body) = body {
                 req = req.body(body.clone());
             }
             let res = req.send().await.map_err(ClientError::http(during))?;
