@@ -15,7 +15,7 @@ use ssegate::contract::method::TOOLS_CALL;
 use ssegate::contract::{Code, DEFAULT_CALL_TIMEOUT, Kind};
 use ssegate::message::{Message, RpcId};
 
-use crate::client_args::{Remote, RetryArg, TasksArg, seconds};
+use crate::client_args::{AuthFlags, Remote, RetryArg, TasksArg, seconds};
 
 /// What `ssegate call --help` says of the exit statuses.
 pub(crate) const EXIT_STATUS: &str = "\
@@ -41,6 +41,9 @@ pub(crate) struct CallArgs {
     remote: Remote,
     /// The tool to call.
     tool: String,
+    /// How to sign in when the server asks.
+    #[command(flatten)]
+    auth: AuthFlags,
     /// The tool's arguments, a JSON object.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     args: String,
@@ -151,7 +154,11 @@ impl Failure {
     }
 
     fn client(e: &ClientError) -> Failure {
-        let mut reason = e.to_string();
+        Failure::client_explained(e, e.to_string())
+    }
+
+    /// A client error said as `reason` (a failed sign-in says what to do).
+    fn client_explained(e: &ClientError, mut reason: String) -> Failure {
         match e {
             ClientError::OutcomeUnknown { received, .. } => {
                 if !received.is_empty() {
@@ -219,6 +226,11 @@ async fn call(
     let deadline = Duration::from_secs_f64(args.timeout);
     let started = Instant::now();
     let mut config = args.remote.config().map_err(Failure::usage)?;
+    crate::auth::configure(&mut config, &args.remote, &args.auth, "ssegate call")
+        .map_err(Failure::usage)?;
+    let explained = |e: &ClientError| {
+        Failure::client_explained(e, crate::auth::explain(e, &args.remote.url, &args.auth))
+    };
     config
         .call_timeout(Some(deadline))
         .handler(Arc::new(Reporter {
@@ -226,7 +238,7 @@ async fn call(
         }));
     let client = Client::connect(&args.remote.url, config)
         .await
-        .map_err(|e| Failure::client(&e))?;
+        .map_err(|e| explained(&e))?;
     let s = Session::of(&client);
     if args.verbose {
         match &s.session {
@@ -264,7 +276,7 @@ async fn call(
             "no answer within --timeout {} s; the call was under way, so the tool may have run (it was not run again)",
             args.timeout
         )),
-        e => Failure::client(&e),
+        e => explained(&e),
     })?;
     Ok(Answered {
         message: response.message,

@@ -115,3 +115,99 @@ pub(crate) fn protocol_parser() -> impl TypedValueParser<Value = Protocol> {
     PossibleValuesParser::new(names)
         .map(|s| Protocol::parse(&s).expect("a possible value is a protocol"))
 }
+
+/// How long a sign-in waits for the user by default, in seconds: the contract's.
+pub(crate) const DEFAULT_AUTH_TIMEOUT_SECS: f64 =
+    ssegate::contract::DEFAULT_SIGN_IN_TIMEOUT.as_secs_f64();
+
+/// How the commands that speak to a live server (`bridge`, `call`, `auth login`) sign in, when the
+/// server asks for it (`401`): OAuth 2.1 with PKCE in the browser, the tokens kept per user for
+/// the next start (`ssegate auth status`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct AuthFlags {
+    /// A client registered ahead with the server's authorization server (default: ssegate
+    /// registers itself where the server allows it). Kept with the tokens: later starts need not
+    /// repeat it.
+    #[arg(long, value_name = "ID", help_heading = "Sign-in")]
+    pub(crate) client_id: Option<String>,
+    /// The --client-id's secret (it shows in the process list: prefer --client-secret-env).
+    #[arg(
+        long,
+        value_name = "SECRET",
+        requires = "client_id",
+        conflicts_with = "client_secret_env",
+        help_heading = "Sign-in"
+    )]
+    pub(crate) client_secret: Option<String>,
+    /// The environment variable that holds the --client-id's secret.
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "client_id",
+        help_heading = "Sign-in"
+    )]
+    pub(crate) client_secret_env: Option<String>,
+    /// A scope to ask for (repeatable; default: what the server's challenge or metadata names).
+    #[arg(long = "scope", value_name = "SCOPE", help_heading = "Sign-in")]
+    pub(crate) scopes: Vec<String>,
+    /// The loopback port the sign-in's redirect comes back to (default: one fixed per server in
+    /// 33400-33999, the next free one when it is in use).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..),
+          help_heading = "Sign-in")]
+    pub(crate) callback_port: Option<u16>,
+    /// Leave out the RFC 8707 `resource` parameter (for authorization servers that reject it).
+    #[arg(long, help_heading = "Sign-in")]
+    pub(crate) no_resource: bool,
+    /// How long a sign-in waits for the user, in seconds; then the requests waiting for it fail
+    /// (kind `auth`).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_AUTH_TIMEOUT_SECS,
+          value_parser = seconds, help_heading = "Sign-in")]
+    pub(crate) auth_timeout: f64,
+    /// Sign in as a machine: the client-credentials grant with --client-id and its secret, no
+    /// browser.
+    #[arg(long, help_heading = "Sign-in")]
+    pub(crate) client_credentials: bool,
+    /// Never sign in: a server that asks for a token (`401`) is an error (a token given with
+    /// `--header 'Authorization: Bearer ...'` is sent as it is, with or without this flag).
+    #[arg(long, help_heading = "Sign-in", conflicts_with_all = [
+        "client_id", "client_secret", "client_secret_env", "scopes", "callback_port",
+        "no_resource", "client_credentials",
+    ])]
+    pub(crate) no_auth: bool,
+}
+
+impl AuthFlags {
+    /// The client secret, from --client-secret or the variable --client-secret-env names.
+    pub(crate) fn client_secret(&self) -> Result<Option<String>, String> {
+        if let Some(secret) = &self.client_secret {
+            return Ok(Some(secret.clone()));
+        }
+        let Some(name) = &self.client_secret_env else {
+            return Ok(None);
+        };
+        match std::env::var(name) {
+            Ok(secret) if !secret.is_empty() => Ok(Some(secret)),
+            Ok(_) => Err(format!("--client-secret-env {name}: the variable is empty")),
+            Err(e) => Err(format!("--client-secret-env {name}: {e}")),
+        }
+    }
+
+    /// The scopes asked for: each --scope, split at spaces.
+    pub(crate) fn scopes(&self) -> Vec<String> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.split_whitespace())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Remote {
+    /// Whether `--header` sets `Authorization` (a static token: no sign-in).
+    pub(crate) fn has_authorization_header(&self) -> bool {
+        self.headers.iter().any(|h| {
+            h.split_once(':')
+                .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("authorization"))
+        })
+    }
+}

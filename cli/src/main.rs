@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod auth;
 mod bridge;
 mod call;
 mod check;
@@ -48,6 +49,10 @@ enum Command {
     /// through the guarded client: `"command": "ssegate", "args": ["bridge", URL]`.
     #[command(after_help = bridge::after_help())]
     Bridge(bridge::BridgeArgs),
+    /// Sign in to a server ahead (`login URL`), sign out (`logout URL`), or show the stored
+    /// credentials (`status [URL]`): what `bridge` and `call` use to sign in without the user.
+    #[command(after_help = auth::AFTER_HELP)]
+    Auth(auth::AuthArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,5 +70,6 @@ fn main() -> ExitCode {
         Command::Probe(args) => probe::run(&args),
         Command::Call(args) => call::run(&args),
         Command::Bridge(args) => bridge::run(args),
+        Command::Auth(args) => auth::run(&args),
     }
 }

@@ -323,7 +323,7 @@ fn usage_errors_exit_two_and_send_nothing() {
     let run = call(&["ftp://127.0.0.1/mcp", "big_result"]);
     run.expect(
         2,
-        "ssegate call: setup: client setup: URL ftp://127.0.0.1/mcp: not http(s)",
+        "ssegate call: usage: URL \"ftp://127.0.0.1/mcp\": not http(s)",
     );
     // clap's own: exit 2, naming the flag.
     for (flags, name) in [

@@ -22,7 +22,7 @@ use ssegate::client::{ClientError, TaskErrorKind};
 use ssegate::contract::{self, Code, Kind, Outcome, data, jsonrpc};
 
 /// A JSON-RPC error object.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Error {
     pub(crate) code: i64,
     pub(crate) message: String,

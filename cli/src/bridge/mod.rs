@@ -37,7 +37,7 @@ use ssegate::sse::DecodeError;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 
-use crate::client_args::{Remote, RetryArg, TasksArg, seconds};
+use crate::client_args::{AuthFlags, Remote, RetryArg, TasksArg, seconds};
 use errors::Error;
 use host::{Incoming, Out};
 use upstream::Upstream;
@@ -97,6 +97,9 @@ pub(crate) struct BridgeArgs {
     /// Report on stderr: the server's protocol, each call's outcome.
     #[arg(short, long)]
     verbose: bool,
+    /// How to sign in when the server asks (the host's requests wait for the sign-in).
+    #[command(flatten)]
+    auth: AuthFlags,
 }
 
 /// The longest line read from the host by default: the client's event limit.

@@ -11,12 +11,13 @@ use serde_json::{Value, json};
 use ssegate::client::{
     CallOptions, Client, ClientConfig, ClientError, Handler, HandlerFuture, RpcError,
 };
-use ssegate::contract::{jsonrpc, meta, method as methods};
+use ssegate::contract::{data, jsonrpc, meta, method as methods};
 use ssegate::message::{Message, RpcKind};
 
 use super::errors::Error;
 use super::subscriptions::{Route, tagged};
 use super::{Bridge, BridgeArgs, note};
+use crate::client_args::AuthFlags;
 
 /// The `_meta` keys a 2026-07-28 host stamps on each request; the bridge's client stamps its own.
 const HOST_META: [&str; 3] = meta::CLIENT_KEYS;
@@ -38,8 +39,22 @@ pub(super) struct Upstream {
     timeout: Duration,
     verbose: bool,
     client: tokio::sync::Mutex<Option<Client>>,
+    /// Connect attempts ended, and the last failed sign-in: requests that waited for an attempt
+    /// share its failed sign-in (the user is asked once per wave of requests, not once each).
+    connects: Mutex<Connects>,
+    /// How the bridge signs in (for the error that says how to sign in).
+    auth: AuthFlags,
     host: Mutex<HostInfo>,
     bridge: OnceLock<Weak<Bridge>>,
+}
+
+/// What [`Upstream::connects`] counts.
+#[derive(Default)]
+struct Connects {
+    /// Connect attempts ended.
+    ended: u64,
+    /// The number of the attempt whose sign-in failed last, and the error it answered with.
+    failed_sign_in: Option<(u64, Error)>,
 }
 
 impl Upstream {
@@ -50,6 +65,7 @@ impl Upstream {
         config
             .call_timeout(Some(timeout))
             .client_name("ssegate-bridge");
+        crate::auth::configure(&mut config, &args.remote, &args.auth, "ssegate bridge")?;
         let url = &args.remote.url;
         if !url.starts_with("http://") && !url.starts_with("https://") {
             return Err(format!("URL {url:?}: not http(s)"));
@@ -66,6 +82,8 @@ impl Upstream {
             timeout,
             verbose: args.verbose,
             client: tokio::sync::Mutex::new(None),
+            connects: Mutex::new(Connects::default()),
+            auth: args.auth.clone(),
             host: Mutex::new(HostInfo::default()),
             bridge: OnceLock::new(),
         })
@@ -89,11 +107,28 @@ impl Upstream {
         }
     }
 
-    /// The connected client; connects first if it is not (or the last attempt failed).
+    /// The error answering `method` that failed with `e`; a failed sign-in says how to sign in.
+    fn error(&self, method: &str, e: &ClientError) -> Error {
+        let mut error = Error::of_client(method, e);
+        if matches!(e, ClientError::Auth(_)) {
+            error.data[data::REASON] = json!(crate::auth::explain(e, &self.url, &self.auth));
+        }
+        error
+    }
+
+    /// The connected client; connects first if it is not (or the last attempt failed). A request
+    /// that waited while an attempt failed to sign in (the user refused, or did not come back in
+    /// time) gets that attempt's error; a later one tries again.
     pub(super) async fn client(&self) -> Result<Client, Error> {
+        let seen = self.connects.lock().expect("connects lock").ended;
         let mut slot = self.client.lock().await;
         if let Some(client) = &*slot {
             return Ok(client.clone());
+        }
+        if let Some((n, e)) = &self.connects.lock().expect("connects lock").failed_sign_in
+            && *n > seen
+        {
+            return Err(e.clone());
         }
         let mut config = self.config.clone();
         {
@@ -112,9 +147,21 @@ impl Upstream {
         }
         let bridge = self.bridge.get().cloned().unwrap_or_default();
         config.handler(Arc::new(Relay { bridge }));
-        let client = Client::connect(&self.url, config)
-            .await
-            .map_err(|e| Error::of_client(methods::INITIALIZE, &e))?;
+        let connected = Client::connect(&self.url, config).await;
+        let client = {
+            let mut connects = self.connects.lock().expect("connects lock");
+            connects.ended += 1;
+            match connected {
+                Ok(client) => client,
+                Err(e) => {
+                    let error = self.error(methods::INITIALIZE, &e);
+                    if matches!(e, ClientError::Auth(_)) {
+                        connects.failed_sign_in = Some((connects.ended, error.clone()));
+                    }
+                    return Err(error);
+                }
+            }
+        };
         if self.verbose {
             note(&format!(
                 "connected to {}: protocol {}{}",
@@ -148,7 +195,7 @@ impl Upstream {
             .call_with(method, params, &self.options)
             .await
             .map(|response| response.message)
-            .map_err(|e| Error::of_client(method, &e))
+            .map_err(|e| self.error(method, &e))
     }
 
     /// A host notification for the server: sent on a session; a 2026-07-28 server has no

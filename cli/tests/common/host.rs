@@ -26,9 +26,15 @@ pub struct Host {
 impl Host {
     /// Starts `ssegate bridge ARGS`.
     pub fn start(args: &[&str]) -> Host {
+        Host::start_with_env(args, &[])
+    }
+
+    /// Starts `ssegate bridge ARGS` with these environment variables set.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Host {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
             .arg("bridge")
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
