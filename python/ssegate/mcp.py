@@ -41,7 +41,10 @@ with the contract's `message` for the code and `data` saying what happened: `kin
 `timeout`, `unreachable`, `status`...), `outcome` (`unknown`: the server may have acted; `not-run`),
 `method`, `reason` (one line), `refusal` (the engine's refusal, e.g. `replay-missed`, when it
 refused the stream) and `status` (the HTTP status, when there was one). An error the server
-answered itself is passed on as it is.
+answered itself is passed on as it is. When the `auth` (the SDK's `OAuthClientProvider`...) raises,
+its sign-in or refresh failed (a refused authorization, a token endpoint's error): the request is
+answered with kind `auth` (`UNAVAILABLE`, not run; when it is a resume's, the answer is lost:
+`OUTCOME_UNKNOWN` for a `tools/call`), the exception in `reason`.
 
 The SDK raises a JSON-RPC error as `mcp.shared.exceptions.MCPError`; inside `typed_errors()` this
 transport's are raised as `OutcomeUnknown`, `Unavailable`, `ServerProtocol` and `Refused` (all
@@ -267,6 +270,16 @@ def _is_event_stream(response: httpx2.Response) -> bool:
     return response.status_code == 200 and content_type == "text/event-stream"
 
 
+def _sign_in_failed(client: httpx2.AsyncClient, exc: Exception) -> str | None:
+    """What `client.send` raised, other than an `httpx2.TransportError`, when the client has an
+    `auth` (the SDK's `OAuthClientProvider`...): its sign-in or refresh failed (a refused
+    authorization, a token endpoint's error), and the request was not sent with a token. The
+    reason, or None when there is no `auth` (then it is a bug, raised as it is)."""
+    if client.auth is None:
+        return None
+    return f"the sign-in failed ({type(client.auth).__name__}): {_described(exc)}"
+
+
 class _GuardedHTTP(_sdk.Transport):
     """The SDK's transport, reading every answer through ssegate's engine, within the deadline."""
 
@@ -342,6 +355,16 @@ class _GuardedHTTP(_sdk.Transport):
                 await request.fail(Kind.UNREACHABLE, Outcome.NOT_RUN, _described(exc))
             else:
                 await request.fail(Kind.HTTP, Outcome.UNKNOWN, _described(exc))
+            return
+        except Exception as exc:
+            # The auth flow raised, before the request was sent or after it was answered 401
+            # (403): the server did not take it.
+            if (reason := _sign_in_failed(ctx.client, exc)) is None:
+                raise
+            if request is None:
+                logger.warning("a message could not be sent: %s", reason)
+            else:
+                await request.fail(Kind.AUTH, Outcome.NOT_RUN, reason)
             return
         try:
             if request is not None:
@@ -435,6 +458,11 @@ class _GuardedHTTP(_sdk.Transport):
         except httpx2.TransportError as exc:
             logger.debug("no GET stream: %s", _described(exc))
             return
+        except Exception as exc:
+            if (reason := _sign_in_failed(client, exc)) is None:
+                raise
+            logger.warning("no GET stream: %s", reason)
+            return
         if not _is_event_stream(response):
             # 405: the server offers no GET stream; anything else: none is opened either.
             logger.debug("no GET stream: %s", response.status_code)
@@ -461,6 +489,11 @@ class _GuardedHTTP(_sdk.Transport):
         except httpx2.TransportError as exc:
             reason = f"the resumption GET failed: {_described(exc)}"
             await request.fail(Kind.RECONNECT_FAILED, Outcome.UNKNOWN, reason)
+            return
+        except Exception as exc:
+            if (failed := _sign_in_failed(ctx.client, exc)) is None:
+                raise
+            await request.fail(Kind.AUTH, Outcome.UNKNOWN, f"the resumption GET was not sent: {failed}")
             return
         if not _is_event_stream(response):
             status = response.status_code
@@ -599,6 +632,14 @@ class _Drive:
                     logger.debug("a resume failed: %s", _described(exc))
                     self.stream.reconnect_failed(time.monotonic())
                     continue
+                except Exception as exc:
+                    # Not a failure to retry: the sign-in would be asked for again at each.
+                    if (reason := _sign_in_failed(self.client, exc)) is None:
+                        raise
+                    logger.warning("the response stream was lost: %s", reason)
+                    if self.request is not None:
+                        await self.request.fail(Kind.AUTH, Outcome.UNKNOWN, f"a resume was not sent: {reason}")
+                    return None
                 answer = self.stream.reconnect_response(
                     response.status_code,
                     response.headers.get("content-type"),
@@ -677,7 +718,8 @@ class GuardedTransport:
     Args:
         url: The MCP endpoint.
         headers: Headers for every request (ignored when `httpx_client` is given).
-        auth: An `httpx2.Auth` (ignored when `httpx_client` is given).
+        auth: An `httpx2.Auth` (ignored when `httpx_client` is given), e.g. the SDK's
+            `mcp.client.auth.OAuthClientProvider`: every request, resumes included, goes through it.
         httpx_client: Your own `httpx2.AsyncClient` (you close it); redirects are never followed.
         terminate_on_close: End the session with `DELETE` on exit.
         timeout: Seconds from a request to its answer, resumes included (600 by default, as the

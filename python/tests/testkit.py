@@ -3,7 +3,9 @@
 - `Kit`: `ssegate-testkit serve` (testkit/src/bin/ssegate-testkit.rs): the test kit's loopback MCP
   server in a `ServerMode`, optionally behind its fault proxy, driven by one-line commands on the
   child's stdin (`cut N`, `cuts`, `stats`, `expected SIZE SEED`, `quit`), each answered by one JSON
-  line on its stdout.
+  line on its stdout. With `auth=True` an OAuth authorization server and an OAuth-protected
+  endpoint in front of the server start too (the proxy, if any, in front of that), driven by the
+  `auth-*` commands (`auth_stats()`, `authorize(url)`, `auth_expire()`, ...).
 - `SdkServer`: a server of the repository's `interop/` (the official TypeScript and Python SDKs),
   started exactly as testkit/src/interop.rs starts it: the same command line plus
   `--host 127.0.0.1 --port 0`, ready once it prints `listening http://ADDR/mcp`.
@@ -188,7 +190,8 @@ def find_binary() -> Path:
 
 def flag_args(flags: dict[str, Any]) -> list[str]:
     """`progress=5, retry_ms=10, tools_list_sse=True` -> `--progress 5 --retry-ms 10 --tools-list-sse`
-    (`False` and `None` leave a flag out)."""
+    (`False` and `None` leave a flag out; a list or tuple repeats the option, e.g.
+    `auth_client=["a", "b:secret"]` -> `--auth-client a --auth-client b:secret`)."""
     args: list[str] = []
     for key, value in flags.items():
         name = "--" + key.replace("_", "-")
@@ -196,6 +199,9 @@ def flag_args(flags: dict[str, Any]) -> list[str]:
             args.append(name)
         elif value is False or value is None:
             continue
+        elif isinstance(value, list | tuple):
+            for item in value:
+                args.extend([name, str(item)])
         else:
             args.extend([name, str(value)])
     return args
@@ -244,7 +250,9 @@ class Kit(_Child):
     `url` is what a client uses (the proxy's with `proxy=True`), `server_url` the server's,
     `proxy_url` the proxy's or `None`. `flags` become command-line options (`flag_args`): any of
     `ssegate-testkit serve --help`, e.g. `progress=5`, `retry_ms=10`, `max_result_size=1 << 20`,
-    `task_work_ms=20`, `accept_delay_ms=50`, `tools_list_sse=True`.
+    `task_work_ms=20`, `accept_delay_ms=50`, `tools_list_sse=True`; `auth=True` (or any `auth_*`
+    flag) adds the authorization server and the protected endpoint (`auth`: their URLs, `None`
+    without), which the `auth_*` methods drive.
     """
 
     def __init__(self, binary: str | os.PathLike, mode: str = "buffered", proxy: bool = False, **flags: Any) -> None:
@@ -263,6 +271,10 @@ class Kit(_Child):
         self.url: str = hello["url"]
         self.server_url: str = hello["server"]
         self.proxy_url: str | None = hello["proxy"]
+        # With `auth=True` (or any `auth_*` flag): `issuer`, `metadata`, `protected` (the protected
+        # endpoint, also the resource identifier; `url` is it, or the proxy's in front of it),
+        # `resource_metadata`, `redirect_uris`.
+        self.auth: dict[str, Any] | None = hello.get("auth")
 
     def __repr__(self) -> str:
         return f"Kit({self.mode!r}, url={getattr(self, 'url', None)!r}, pid={self.pid})"
@@ -329,6 +341,55 @@ class Kit(_Child):
             answer = self.command(f"expected {key[0]} {key[1]}")
             self._cache[key] = read_checked(answer["path"], answer["sha256"], answer.get("bytes"))
         return self._cache[key]
+
+    # The authorization server and the protected endpoint (`auth=True`).
+
+    def auth_stats(self) -> dict[str, dict[str, int]]:
+        """`{"auth": {...}, "protected": {...}}`: the authorization server's counters
+        (`registrations`, `authorizations`, `authorizations_refused`, `code_grants`,
+        `refresh_grants`, `token_errors`, `tokens_accepted`, `tokens_rejected`, ...) and the
+        protected endpoint's (`requests`, `missing_token`, `invalid_token`, `insufficient_scope`,
+        `admitted`, ...)."""
+        return self.command("auth-stats")
+
+    def auth_requests(self) -> dict[str, list[Any]]:
+        """The parameters of every request the authorization server received: `authorization`,
+        `token` (no secrets; `client_auth`) and `registration` (the JSON bodies)."""
+        return self.command("auth-requests")
+
+    def authorize(self, url: str) -> str:
+        """The headless browser: GETs the authorization URL and returns the redirect it answered
+        (the redirect URI with `code`, `state` and `iss`, or `error`). Raises `KitError` when
+        there was no redirect."""
+        if any(c.isspace() for c in url):
+            raise KitError(f"an authorization URL with white space cannot be sent: {url!r}")
+        return str(self.command(f"authorize {url}")["redirect"])
+
+    def auth_approve(self, on: bool) -> None:
+        """Approve (True, the default) or deny (`error=access_denied`) authorizations."""
+        self.command(f"auth-approve {'on' if on else 'off'}")
+
+    def auth_refresh(self, on: bool) -> None:
+        """Accept (True) or refuse with `invalid_grant` (False) every refresh from now on."""
+        self.command(f"auth-refresh {'on' if on else 'off'}")
+
+    def auth_expire(self) -> int:
+        """Expires every access token issued so far (server side); how many."""
+        return int(self.command("auth-expire")["expired"])
+
+    def auth_revoke(self) -> int:
+        """Revokes every access and refresh token; how many."""
+        return int(self.command("auth-revoke")["revoked"])
+
+    def auth_ttl(self, ms: int) -> None:
+        """The lifetime of access tokens issued from now on (`expires_in` is its whole seconds, at
+        least 1)."""
+        self.command(f"auth-ttl {int(ms)}")
+
+    def auth_token(self, *scopes: str) -> dict[str, Any]:
+        """A token issued without a flow (scope `mcp` when none given): `access_token`,
+        `refresh_token`, `expires_in`, `scope`."""
+        return self.command(" ".join(["auth-token", *scopes]))
 
     def stop(self) -> int:
         """`quit`, then waits for the exit (killing it after 15 s); idempotent. The exit status."""
