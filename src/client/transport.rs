@@ -127,9 +127,18 @@ impl Client {
     ) -> Result<reqwest::Response, ClientError> {
         #[cfg(feature = "auth")]
         if let Some(auth) = &self.inner.config.auth {
-            return self
-                .send_signed_in(auth, method, session, &extra, body.as_ref(), during)
-                .await;
+            // Boxed: the sign-in's futures (discovery, registration, token requests) are large,
+            // and every request of every client (signed in or not) would otherwise carry their
+            // size on its stack.
+            return Box::pin(self.send_signed_in(
+                auth,
+                method,
+                session,
+                &extra,
+                body.as_ref(),
+                during,
+            ))
+            .await;
         }
         self.send_once(method, session, &extra, body.as_ref(), during, None)
             .await
