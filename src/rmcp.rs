@@ -48,6 +48,41 @@
 //!   text kept from a failed answer.
 //! - rmcp's `Sse` carries `String` data: each delivered message is copied once into it (the
 //!   decoder itself copies nothing); events rmcp ignores are not copied at all.
+//!
+//! Authenticated servers: wrap it in rmcp's `AuthClient` (rmcp's `auth` feature, which ssegate's
+//! `auth` feature turns on). `AuthClient` puts the bearer of rmcp's `AuthorizationManager` on
+//! every call it passes down, and on a `401` refreshes once and sends the call again; this client
+//! puts the token on each request, the `GET` that resumes a stream (`Last-Event-ID`) and the
+//! closing `DELETE` included, and a resumed stream is still the guarded one. The sign-in itself is
+//! rmcp's (`OAuthState` here; `ssegate::client::auth` is the guarded client's own).
+//! Build this client first when reqwest has no TLS provider of its own: it installs ring as
+//! rustls' provider, which the reqwest client of rmcp's `AuthorizationManager` needs.
+//!
+//! ```no_run
+//! # #[cfg(feature = "auth")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use rmcp::ServiceExt;
+//! use rmcp::transport::StreamableHttpClientTransport;
+//! use rmcp::transport::auth::{AuthClient, AuthorizationRequest, OAuthState};
+//! use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+//!
+//! let url = "https://mcp.example.com/mcp";
+//! let http = ssegate::rmcp::GuardedHttpClient::default();
+//! let mut oauth = OAuthState::new(url, None).await?;
+//! oauth
+//!     .start_authorization(AuthorizationRequest::new("http://127.0.0.1:8976/callback"))
+//!     .await?;
+//! println!("Open {}", oauth.get_authorization_url().await?);
+//! let redirected_to = String::new(); // the URL the browser came back to, from the callback
+//! oauth.handle_callback_url(&redirected_to).await?;
+//! let manager = oauth.into_authorization_manager().ok_or("not authorized")?;
+//! let transport = StreamableHttpClientTransport::with_client(
+//!     AuthClient::new(http, manager),
+//!     StreamableHttpClientTransportConfig::with_uri(url),
+//! );
+//! let client = ().serve(transport).await?;
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 // rmcp's `StreamableHttpError` is the trait's error type; the helpers return it as is.
 #![allow(clippy::result_large_err)]

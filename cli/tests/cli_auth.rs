@@ -8,10 +8,11 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use ssegate_testkit::auth::{
@@ -29,12 +30,16 @@ const BROWSER_ROLE: &str = "SSEGATE_TEST_HEADLESS_BROWSER";
 /// page): a sign-in long enough for every process started with it to meet it.
 const BROWSER_DELAY: &str = "SSEGATE_TEST_BROWSER_DELAY_MS";
 
+/// Set in the command's environment: the headless browser opens nothing (the user walked away),
+/// so the sign-in never completes.
+const BROWSER_AWAY: &str = "SSEGATE_TEST_BROWSER_AWAY";
+
 /// The headless browser, run by the command as `$BROWSER` (this test, the URL last): visits the
 /// authorization URL, then the command's callback it was redirected to. Does nothing in a test
 /// run.
 #[test]
 fn headless_browser() {
-    if std::env::var_os(BROWSER_ROLE).is_none() {
+    if std::env::var_os(BROWSER_ROLE).is_none() || std::env::var_os(BROWSER_AWAY).is_some() {
         return;
     }
     let url = std::env::args().next_back().expect("the URL");
@@ -509,5 +514,80 @@ fn login_signs_in_ahead_status_shows_it_and_logout_forgets_it() {
     let out = ssegate(&["call", &url, "big_result", "--no-auth"], &env);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(s.auth.stats().authorizations, 1);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+#[test]
+fn a_process_killed_mid_sign_in_does_not_block_the_next_one() {
+    let rt = runtime();
+    let s = protected(&rt, AuthServerConfig::default());
+    let url = s.protected.url();
+    let dir = auth_dir("killed");
+    // The first start waits for a user who never comes back (its browser opens nothing), holding
+    // the sign-in lock; it is killed (SIGKILL: nothing of its own runs) while it waits.
+    let mut env = env(&dir);
+    env.push((BROWSER_AWAY.to_owned(), "1".to_owned()));
+    let mut first = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        .args([
+            "call",
+            url.as_str(),
+            "big_result",
+            "--args",
+            r#"{"size": 64}"#,
+            "--auth-timeout",
+            "60",
+        ])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ssegate");
+    let stderr = first.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // "Open this URL" is said after the lock is taken (`SignIn::exclusive` comes first).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut said: Vec<String> = Vec::new();
+    while !said
+        .iter()
+        .any(|l| l.contains("Open this URL to sign in to"))
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(e) => panic!("the first start never asked for a sign-in ({e}): {said:?}"),
+        }
+    }
+    first.kill().expect("kill the first start");
+    first.wait().unwrap();
+    // It left its lock file behind: a lock that lived in the file's existence would block now.
+    let locks: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".signin.lock"))
+        .collect();
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert_eq!(s.auth.stats().authorizations, 0, "{:?}", s.auth.stats());
+
+    // The next start signs in at once (the OS released the killed process's lock).
+    let started = Instant::now();
+    let out = call(&url, &dir, &[]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("Open this URL to sign in to"), "{out:?}");
+    assert!(!stderr.contains("another ssegate is signing in"), "{out:?}");
+    assert!(took < Duration::from_secs(15), "took {took:?}: {out:?}");
+    let stats = s.auth.stats();
+    assert_eq!(
+        (stats.authorizations, stats.code_grants),
+        (1, 1),
+        "{stats:?}"
+    );
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
