@@ -50,13 +50,15 @@
 //!   decoder itself copies nothing); events rmcp ignores are not copied at all.
 //!
 //! Authenticated servers: wrap it in rmcp's `AuthClient` (rmcp's `auth` feature, which ssegate's
-//! `auth` feature turns on). `AuthClient` puts the bearer of rmcp's `AuthorizationManager` on
-//! every call it passes down, and on a `401` refreshes once and sends the call again; this client
-//! puts the token on each request, the `GET` that resumes a stream (`Last-Event-ID`) and the
-//! closing `DELETE` included, and a resumed stream is still the guarded one. The sign-in itself is
-//! rmcp's (`OAuthState` here; `ssegate::client::auth` is the guarded client's own).
-//! Build this client first when reqwest has no TLS provider of its own: it installs ring as
-//! rustls' provider, which the reqwest client of rmcp's `AuthorizationManager` needs.
+//! `auth` feature turns on). `AuthClient` puts the bearer of rmcp's `AuthorizationManager` on every
+//! call it passes down, and on a `401` refreshes once and sends the call again; this client puts
+//! the token on each request, the `GET` that resumes a stream (`Last-Event-ID`) and the closing
+//! `DELETE` included, and a resumed stream is still the guarded one (a resume answered `401` leaves
+//! its stream parked, so the `GET` that `AuthClient` sends again after its refresh continues the
+//! same stream). The sign-in itself is rmcp's (`OAuthState` here; `ssegate::client::auth` is the
+//! guarded client's own). Build this client first when reqwest has no TLS provider of its own: it
+//! installs ring as rustls' provider, which the reqwest client of rmcp's `AuthorizationManager`
+//! needs.
 //!
 //! ```no_run
 //! # #[cfg(feature = "auth")]
@@ -516,7 +518,17 @@ impl GuardedHttpClient {
             if status == StatusCode::METHOD_NOT_ALLOWED && !resuming {
                 return Err(StreamableHttpError::ServerDoesNotSupportSse);
             }
-            auth_errors(&response)?;
+            if let Err(e) = auth_errors(&response) {
+                // A token refused at a resume: the stream stays parked (the attempt counted as a
+                // failed reconnect), so that the same `get_stream` sent again after a refresh
+                // (rmcp's `AuthClient`) continues it instead of finding nothing to resume.
+                if resuming && let Some(id) = key {
+                    stream.reconnect_failed(clock_now());
+                    self.inner
+                        .park(id, Parked::Resumable(Box::new(stream), methods));
+                }
+                return Err(e);
+            }
             if !resuming {
                 if let Some(e) = http_status_error(status, response.headers()) {
                     return Err(e.into());
