@@ -506,6 +506,16 @@ impl Endpoint {
             return self.client_credentials(state, cx, scopes).await;
         }
         let sign_in = auth.sign_in.as_ref().expect("checked above");
+        // MCP authorization: PKCE S256, and a server whose metadata does not list it (or lists no
+        // methods at all) is refused before the user is asked. rmcp refuses only a list without
+        // S256.
+        let s256 = metadata
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
+        if !s256 {
+            return Err(oauth(OAuthError::PkceUnsupported));
+        }
         let redirect_uri = sign_in.redirect_uri().await.map_err(sign_in_error)?;
         self.choose_client(
             state,
