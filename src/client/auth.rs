@@ -7,10 +7,10 @@
 //! `issuer` checked), registers (a pre-registered client, a Client ID Metadata Document, or dynamic
 //! registration), asks the application's [`SignIn`] to let the user approve (authorization code
 //! with PKCE S256, refused when the metadata does not list S256 or lists no methods; `state`
-//! and RFC 9207 `iss` checked; RFC 8707 `resource` sent), stores the tokens in the [`CredentialStore`], and sends the
-//! request again. Every later request to the endpoint, resumes (`GET` + `Last-Event-ID`) and the
-//! closing `DELETE` included, carries `Authorization: Bearer <token>` (never a redirect hop to
-//! another origin).
+//! and RFC 9207 `iss` checked; RFC 8707 `resource` sent), stores the tokens in the
+//! [`CredentialStore`], and sends the request again. Every later request to the endpoint,
+//! resumes (`GET` + `Last-Event-ID`) and the closing `DELETE` included, carries
+//! `Authorization: Bearer <token>` (never a redirect hop to another origin).
 //!
 //! | the server answers | the client |
 //! | --- | --- |

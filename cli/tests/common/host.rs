@@ -140,11 +140,17 @@ impl Host {
         }
     }
 
-    /// Reads lines until the response to `id`, keeping the others in [`Host::seen`].
+    /// The response to `id`: taken from [`Host::seen`] when it came while waiting for another
+    /// (answers to concurrent requests come in any order), else read, keeping the other lines in
+    /// [`Host::seen`].
     pub fn response(&mut self, id: &Value) -> Value {
+        let is_it = |m: &Value| m.get("method").is_none() && m.get("id") == Some(id);
+        if let Some(i) = self.seen.iter().position(is_it) {
+            return self.seen.remove(i);
+        }
         loop {
             let message = self.recv();
-            if message.get("method").is_none() && message.get("id") == Some(id) {
+            if is_it(&message) {
                 return message;
             }
             self.seen.push(message);
