@@ -193,6 +193,8 @@ struct State {
     manager: Option<AuthorizationManager>,
     /// The authorization server's metadata, once discovered.
     metadata: Option<AuthorizationMetadata>,
+    /// The metadata was synthesized (the 2025-03-26 default endpoints), not published.
+    synthesized: bool,
     /// The manager's OAuth client is configured (a refresh can be made).
     configured: bool,
 }
@@ -327,6 +329,7 @@ impl Endpoint {
         debug!(source = ?resolution.source, issuer = ?resolution.metadata.issuer, "authorization server found");
         manager.set_metadata(resolution.metadata.clone());
         state.metadata = Some(resolution.metadata.clone());
+        state.synthesized = !resolution.source.is_discovered();
         Ok(resolution.metadata)
     }
 
@@ -508,12 +511,13 @@ impl Endpoint {
         let sign_in = auth.sign_in.as_ref().expect("checked above");
         // MCP authorization: PKCE S256, and a server whose metadata does not list it (or lists no
         // methods at all) is refused before the user is asked. rmcp refuses only a list without
-        // S256.
+        // S256. The 2025-03-26 default endpoints (no metadata published) have no list to read:
+        // S256 is sent, as that revision asks.
         let s256 = metadata
             .code_challenge_methods_supported
             .as_ref()
             .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
-        if !s256 {
+        if !s256 && !state.synthesized {
             return Err(oauth(OAuthError::PkceUnsupported));
         }
         let redirect_uri = sign_in.redirect_uri().await.map_err(sign_in_error)?;
