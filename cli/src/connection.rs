@@ -67,7 +67,7 @@ pub(crate) fn expand(
         } else if let Some(tail) = after.strip_prefix('{') {
             let end = tail
                 .find('}')
-                .ok_or_else(|| "`${` without a closing `}` (write `$${` for a literal `${`)")?;
+                .ok_or("`${` without a closing `}` (write `$${` for a literal `${`)")?;
             let name = &tail[..end];
             let valid = name
                 .chars()
@@ -274,6 +274,22 @@ mod tests {
         let e = collect_headers(&[], Some(&dir.join("absent")), &vars).unwrap_err();
         assert!(e.starts_with("--header-file "), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_header_file_over_the_limit_is_refused() {
+        let file = std::env::temp_dir().join(format!("ssegate-big-headers-{}", std::process::id()));
+        let line = "X-Pad: 0123456789abcdef\n";
+        let lines = usize::try_from(MAX_HEADER_FILE).unwrap() / line.len() + 1;
+        std::fs::write(&file, line.repeat(lines)).unwrap();
+        let e = collect_headers(&[], Some(&file), &vars).unwrap_err();
+        assert!(e.contains("larger than"), "{e}");
+        std::fs::write(&file, line.repeat(lines - 2)).unwrap();
+        assert_eq!(
+            collect_headers(&[], Some(&file), &vars).unwrap().len(),
+            lines - 2
+        );
+        std::fs::remove_file(&file).unwrap();
     }
 
     #[test]

@@ -152,7 +152,7 @@ pub(crate) struct AuthArgs {
 enum AuthCommand {
     /// Sign in to a server now (before a host starts `ssegate bridge`): connects as `bridge` and
     /// `call` do and signs in if the server asks; stored credentials that still work are used.
-    Login(LoginArgs),
+    Login(Box<LoginArgs>),
     /// Sign out of a server: deletes its stored tokens and client registration (the
     /// authorization server is not told).
     Logout(LogoutArgs),
