@@ -182,6 +182,14 @@ fn headers_take_environment_variables_and_a_header_file_and_reach_the_server() {
         stderr.contains(&format!("--header-file {file_arg} line 3")),
         "{stderr}"
     );
+    // An Authorization header from the file is a static token, as from --header: no sign-in.
+    std::fs::write(&file, "Authorization: Bearer x\n").unwrap();
+    let login = common::ssegate("auth", &["login", &url, "--header-file", file_arg], b"");
+    assert_eq!(login.status.code(), Some(2), "{login:?}");
+    assert!(
+        String::from_utf8_lossy(&login.stderr).contains("static token needs no sign-in"),
+        "{login:?}"
+    );
     std::fs::write(&file, "X-Key: ${SSEGATE_TEST_UNSET}\n").unwrap();
     let run = call_with_env(&[&url, "big_result", "--header-file", file_arg], &env);
     assert_eq!(run.code, Some(2), "{run:?}");

@@ -225,7 +225,9 @@ fn login(args: &LoginArgs) -> ExitCode {
         return usage("--no-auth: there is nothing to sign in to");
     }
     if args.remote.has_authorization_header() {
-        return usage("--header Authorization: a static token needs no sign-in");
+        return usage(
+            "--header or --header-file sets Authorization: a static token needs no sign-in",
+        );
     }
     let url = &args.remote.url;
     let mut config = match args.remote.config() {
