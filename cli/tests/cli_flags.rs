@@ -95,6 +95,46 @@ fn ignore_tool_hides_matching_tools_and_answers_their_calls_itself() {
 }
 
 #[test]
+fn a_2026_07_28_host_gets_the_filtered_list_with_the_members_that_revision_requires() {
+    let rt = runtime();
+    for mode in [ServerMode::Strict, ServerMode::Stateless] {
+        let server = rt.block_on(async {
+            let mut sc = ServerConfig::default();
+            sc.mode(mode);
+            sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
+        });
+        let mut host = Host::start(&[&server.url(), "--ignore-tool", "big_?esult"]);
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "host-2026", "version": "1"},
+        });
+        let discover = host.request(json!(0), "server/discover", json!({"_meta": meta}));
+        assert!(discover.get("result").is_some(), "{mode:?}: {discover}");
+        let tools = host.request(json!(1), "tools/list", json!({"_meta": meta}));
+        let names = tool_names(&tools);
+        assert!(
+            !names.contains(&"big_result".to_owned()),
+            "{mode:?}: {tools}"
+        );
+        assert!(names.contains(&"progress".to_owned()), "{mode:?}: {tools}");
+        let result = &tools["result"];
+        assert_eq!(result["resultType"], "complete", "{mode:?}: {tools}");
+        assert_eq!(result["ttlMs"], 0, "{mode:?}: {tools}");
+        let refused = host.request(
+            json!(2),
+            "tools/call",
+            json!({"name": "big_result", "arguments": {}, "_meta": meta}),
+        );
+        assert_eq!(
+            refused["error"]["code"], INVALID_PARAMS,
+            "{mode:?}: {refused}"
+        );
+        assert_eq!(server.stats().calls, 0);
+    }
+}
+
+#[test]
 fn without_ignore_tool_every_tool_is_listed() {
     let rt = runtime();
     let server = server(&rt);
