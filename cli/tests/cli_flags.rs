@@ -318,6 +318,49 @@ fn the_proxy_variables_are_honoured_and_no_proxy_bypasses_them() {
     );
 }
 
+#[test]
+fn https_proxy_tunnels_https_and_no_proxy_bypasses_it() {
+    let rt = runtime();
+    let server = server(&rt);
+    let (front, tunnels) = rt.block_on(async {
+        let front = ssegate_testkit::tls::TlsFront::start(server.addr(), None)
+            .await
+            .unwrap();
+        let tunnels = ssegate_testkit::tls::ConnectProxy::start().await.unwrap();
+        (front, tunnels)
+    });
+    let dir = std::env::temp_dir().join(format!("ssegate-cli-https-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, front.cert_pem()).unwrap();
+    let pem = pem.to_str().unwrap();
+    let url = front.url();
+    let proxy_url = tunnels.url();
+
+    for (proxy_var, no_proxy, expect_tunnel) in [
+        ("HTTPS_PROXY", None, true),
+        ("https_proxy", None, true),
+        ("ALL_PROXY", None, true),
+        ("HTTPS_PROXY", Some("localhost"), false),
+    ] {
+        let before = tunnels.tunnels();
+        let mut env = vec![(proxy_var, proxy_url.as_str())];
+        if let Some(hosts) = no_proxy {
+            env.push(("NO_PROXY", hosts));
+        }
+        let mut host = Host::start_with_env(&[&url, "--cacert", pem], &env);
+        host.initialize("2025-11-25");
+        let tools = host.request(json!(1), "tools/list", json!({}));
+        assert!(
+            tool_names(&tools).contains(&"progress".to_owned()),
+            "{tools}"
+        );
+        let opened = tunnels.tunnels() - before;
+        assert_eq!(opened > 0, expect_tunnel, "{env:?}: {opened} tunnels");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A loopback listener whose accept queue is full: a new connection's SYN is dropped, so a
 /// connect to it neither succeeds nor fails until the client gives up. The held connections
 /// keep it full.
