@@ -103,7 +103,7 @@ fn a_2026_07_28_host_gets_the_filtered_list_with_the_members_that_revision_requi
             sc.mode(mode);
             sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
         });
-        let mut host = Host::start(&[&server.url(), "--ignore-tool", "big_?esult"]);
+        let mut host = Host::start(&[&server.url(), "--ignore-tool", "BIG_?esult"]);
         let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},

@@ -2,8 +2,9 @@
 //! (every page) is passed on without them, and a `tools/call` to one is answered here, the server
 //! never asked.
 //!
-//! A glob matches a whole tool name, case-sensitively: `*` any run of characters (none too), `?`
-//! one character, anything else itself.
+//! A glob matches a whole tool name, in any case (as mcp-remote's `--ignore-tool` does: a glob
+//! written for it hides the same tools here, and a deny list errs towards hiding): `*` any run of
+//! characters (none too), `?` one character, anything else itself.
 
 use serde_json::Value;
 use ssegate::contract::jsonrpc;
@@ -76,7 +77,7 @@ pub(super) fn glob_match(glob: &str, text: &str) -> bool {
                 star = Some((g, t));
                 g += 1;
             }
-            Some(&c) if c == '?' || c == text[t] => {
+            Some(&c) if c == '?' || same_letter(c, text[t]) => {
                 g += 1;
                 t += 1;
             }
@@ -94,6 +95,11 @@ pub(super) fn glob_match(glob: &str, text: &str) -> bool {
     glob[g..].iter().all(|&c| c == '*')
 }
 
+/// `a` and `b` are one character in any case.
+fn same_letter(a: char, b: char) -> bool {
+    a == b || a.to_lowercase().eq(b.to_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
@@ -102,7 +108,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn globs_match_whole_names_case_sensitively() {
+    fn globs_match_whole_names_in_any_case() {
         for (glob, name) in [
             ("b*", "big_result"),
             ("b*", "b"),
@@ -115,18 +121,20 @@ mod tests {
             ("a*b*c", "a-b-b-c"),
             ("**", "x"),
             ("é?", "éa"),
+            ("B*", "big_result"),
+            ("big_RESULT", "Big_result"),
+            ("*É", "caFé"),
         ] {
             assert!(glob_match(glob, name), "{glob} matches {name}");
         }
         for (glob, name) in [
             ("b*", "progress"),
-            ("B*", "big_result"),
             ("big", "big_result"),
             ("?", ""),
             ("?", "ab"),
             ("*_results", "big_result"),
             ("a*b*c", "a-b-b-"),
-            ("big_result", "Big_result"),
+            ("big_result", "big_resulT2"),
         ] {
             assert!(!glob_match(glob, name), "{glob} does not match {name}");
         }

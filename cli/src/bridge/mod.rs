@@ -101,7 +101,7 @@ pub(crate) struct BridgeArgs {
     #[arg(short, long)]
     verbose: bool,
     /// Hide the tools whose name matches GLOB (`*` any run of characters, `?` one; whole name,
-    /// case-sensitive; repeatable): left out of every tools/list, and a tools/call to one is
+    /// any case, as mcp-remote; repeatable): left out of every tools/list, and a tools/call to one is
     /// answered with an error, the server never asked.
     #[arg(long = "ignore-tool", value_name = "GLOB")]
     ignore_tools: Vec<String>,
