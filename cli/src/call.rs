@@ -24,8 +24,9 @@ Exit status:
   1  an error: connection, TLS, HTTP status, protocol, a refused stream, a timeout before the call
      was sent, a JSON-RPC error response (nothing on stdout), or a result with `isError: true`
      (printed on stdout all the same)
-  2  usage: a bad flag or value, --args not a JSON object, a bad --header, an unreadable or invalid
-     --cacert, a URL that is not http(s); nothing was sent
+  2  usage: a bad flag or value, --args not a JSON object, a bad --header or --header-file line (an
+     unset ${VAR} included), an unreadable or invalid --cacert, a URL that is not http(s), plain
+     http:// to a host that is not loopback without --allow-http; nothing was sent
   3  outcome unknown: the response was lost and the call was not safe to re-issue (--retry), or
      --timeout passed while the call was under way; the server may have run the tool, and it was
      not run again. Nothing on stdout

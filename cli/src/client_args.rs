@@ -1,22 +1,29 @@
 //! What the commands that speak to a live server (`probe`, `call`, `bridge`) parse alike.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use ssegate::client::{ClientConfig, Protocol, Retry, TaskMode};
 use ssegate::contract::{INITIALIZE_VERSIONS, STATELESS_VERSIONS};
+
+pub(crate) use crate::connection::{Connection, check_http, collect_headers, env_var};
 
 /// The server a command speaks to, and how: the URL, `--header`, `--cacert`, `--protocol`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Remote {
     /// The server's MCP endpoint (`http://` or `https://`).
     pub(crate) url: String,
-    /// A header sent with every request, `Name: value` (repeatable).
+    /// A header sent with every request, `Name: value` (repeatable); `${VAR}` in the value is the
+    /// environment variable's value (unset or empty: an error), `$${` a literal `${`.
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub(crate) headers: Vec<String>,
     /// A PEM file of certificates to trust besides the platform's roots.
     #[arg(long, value_name = "PEM")]
     pub(crate) cacert: Option<PathBuf>,
+    /// `--header-file`, `--allow-http`, `--connect-timeout`.
+    #[command(flatten)]
+    pub(crate) connection: Connection,
     /// The protocol spoken to the server: `auto` speaks 2026-07-28 when the server does
     /// (`server/discover`), else `initialize` offering 2025-11-25; a version speaks only that one.
     #[arg(long, value_name = "VERSION", default_value = "auto", value_parser = protocol_parser())]
@@ -26,37 +33,37 @@ pub(crate) struct Remote {
 impl Remote {
     /// The client configuration these flags ask for; the error names the flag.
     pub(crate) fn config(&self) -> Result<ClientConfig, String> {
-        let mut config = client_config(&self.headers, self.cacert.as_deref())?;
+        let mut config = client_config(
+            &self.url,
+            &self.headers,
+            self.cacert.as_deref(),
+            &self.connection,
+        )?;
         config.protocol(self.protocol.clone());
         Ok(config)
     }
 }
 
-/// A client configuration with the `--header` values (`Name: value`, repeatable) and the `--cacert`
-/// PEM file (certificates trusted besides the platform's roots); the error names the flag.
+/// A client configuration for `url` with the `--header` values (`Name: value`, repeatable), the
+/// `--header-file` lines, the `--cacert` PEM file (certificates trusted besides the platform's
+/// roots) and the `--connect-timeout`; plain `http://` only to a loopback host unless
+/// `--allow-http`. The error names the flag.
 pub(crate) fn client_config(
+    url: &str,
     headers: &[String],
     cacert: Option<&Path>,
+    connection: &Connection,
 ) -> Result<ClientConfig, String> {
+    check_http(url, connection.allow_http)?;
     let mut client = ClientConfig::default();
-    for h in headers {
-        let (name, value) = h
-            .split_once(':')
-            .ok_or_else(|| format!("--header {h:?}: expected `Name: value`"))?;
-        let name = name
-            .trim()
-            .parse()
-            .map_err(|e| format!("--header {h:?}: {e}"))?;
-        let value = value
-            .trim()
-            .parse()
-            .map_err(|e| format!("--header {h:?}: {e}"))?;
+    for (name, value) in collect_headers(headers, connection.header_file.as_deref(), &env_var)? {
         client.header(name, value);
     }
     if let Some(path) = cacert {
         let pem = std::fs::read(path).map_err(|e| format!("--cacert {}: {e}", path.display()))?;
         client.root_certificate_pem(&pem);
     }
+    client.connect_timeout(Duration::from_secs_f64(connection.connect_timeout));
     Ok(client)
 }
 
@@ -203,11 +210,18 @@ impl AuthFlags {
 }
 
 impl Remote {
-    /// Whether `--header` sets `Authorization` (a static token: no sign-in).
+    /// Whether `--header` or `--header-file` sets `Authorization` (a static token: no sign-in).
+    /// Headers that cannot be read count as none: [`Remote::config`] reports them.
     pub(crate) fn has_authorization_header(&self) -> bool {
-        self.headers.iter().any(|h| {
-            h.split_once(':')
-                .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("authorization"))
+        collect_headers(
+            &self.headers,
+            self.connection.header_file.as_deref(),
+            &env_var,
+        )
+        .is_ok_and(|headers| {
+            headers
+                .iter()
+                .any(|(name, _)| *name == reqwest::header::AUTHORIZATION)
         })
     }
 }

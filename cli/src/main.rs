@@ -9,6 +9,7 @@ mod bridge;
 mod call;
 mod check;
 mod client_args;
+mod connection;
 mod demo;
 mod events;
 mod gate;

@@ -152,7 +152,7 @@ pub(crate) struct AuthArgs {
 enum AuthCommand {
     /// Sign in to a server now (before a host starts `ssegate bridge`): connects as `bridge` and
     /// `call` do and signs in if the server asks; stored credentials that still work are used.
-    Login(LoginArgs),
+    Login(Box<LoginArgs>),
     /// Sign out of a server: deletes its stored tokens and client registration (the
     /// authorization server is not told).
     Logout(LogoutArgs),
@@ -225,7 +225,9 @@ fn login(args: &LoginArgs) -> ExitCode {
         return usage("--no-auth: there is nothing to sign in to");
     }
     if args.remote.has_authorization_header() {
-        return usage("--header Authorization: a static token needs no sign-in");
+        return usage(
+            "--header or --header-file sets Authorization: a static token needs no sign-in",
+        );
     }
     let url = &args.remote.url;
     let mut config = match args.remote.config() {

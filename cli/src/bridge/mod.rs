@@ -14,6 +14,7 @@
 
 mod errors;
 mod host;
+mod ignore;
 mod subscriptions;
 mod upstream;
 
@@ -53,6 +54,7 @@ A host's configuration (Claude Desktop, Cursor, VS Code, ...):
 Errors the bridge answers with itself (JSON-RPC `error.code` and `message`: when; `data.kind`
 names what happened):
 {table}  {parse}  a line that is not JSON; {invalid} a line over --max-line or not a JSON-RPC message
+  {invalid_params}  a tools/call to a tool hidden by --ignore-tool (the server is not asked)
 `data.outcome` is one of {outcomes} (`{unknown}`: the server may have run it);
 `data.refusal` names why the engine refused the stream, when it did. A call that ran as a task
 and failed is answered with the server's own error, `data.kind` {task_failed}.
@@ -62,6 +64,7 @@ ended with DELETE); 1 when stdout is closed; 2 for a bad flag or value.",
         table = errors::code_table(),
         parse = jsonrpc::PARSE_ERROR,
         invalid = jsonrpc::INVALID_REQUEST,
+        invalid_params = jsonrpc::INVALID_PARAMS,
         outcomes = outcomes.join(", "),
         unknown = Outcome::Unknown,
         task_failed = Kind::TaskFailed,
@@ -97,6 +100,11 @@ pub(crate) struct BridgeArgs {
     /// Report on stderr: the server's protocol, each call's outcome.
     #[arg(short, long)]
     verbose: bool,
+    /// Hide the tools whose name matches GLOB (`*` any run of characters, `?` one; whole name,
+    /// any case, as mcp-remote; repeatable): left out of every tools/list, and a tools/call to one is
+    /// answered with an error, the server never asked.
+    #[arg(long = "ignore-tool", value_name = "GLOB")]
+    ignore_tools: Vec<String>,
     /// How to sign in when the server asks (the host's requests wait for the sign-in).
     #[command(flatten)]
     auth: AuthFlags,
@@ -128,6 +136,8 @@ pub(crate) struct Bridge {
     subscriptions: subscriptions::Subscriptions,
     /// The host speaks 2026-07-28 (it sent `server/discover`, or a request stamped with a version).
     host_2026: AtomicBool,
+    /// The tools hidden from the host (`--ignore-tool`).
+    ignored: ignore::Ignored,
 }
 
 /// The members of a host's message the bridge reads.
@@ -348,8 +358,19 @@ impl Bridge {
             method::INITIALIZE => self.initialize(&params).await.map(Answer::Local),
             method::SERVER_DISCOVER => self.discover().await.map(Answer::Local),
             _ => {
+                if method == method::TOOLS_CALL
+                    && let Some(refused) = self.ignored.refuse_call(&params)
+                {
+                    return Err(refused);
+                }
                 upstream::strip_host_meta(&mut params);
-                self.upstream.call(method, params).await.map(Answer::Server)
+                let message = self.upstream.call(method, params).await?;
+                if method == "tools/list"
+                    && let Some(result) = self.ignored.filter_list(&message)
+                {
+                    return Ok(Answer::Local(result));
+                }
+                Ok(Answer::Server(message))
             }
         }
     }
@@ -589,6 +610,7 @@ async fn serve(args: BridgeArgs) -> i32 {
         next_ask: AtomicU64::new(1),
         subscriptions: subscriptions::Subscriptions::default(),
         host_2026: AtomicBool::new(false),
+        ignored: ignore::Ignored::new(&args.ignore_tools),
         args,
     });
     bridge.upstream.attach(Arc::downgrade(&bridge));

@@ -10,7 +10,7 @@ mod watch;
 
 use engine::{ProbeConfig, Report, Round, TaskReread, probe};
 
-use crate::client_args::{client_config, seconds};
+use crate::client_args::{Connection, client_config, seconds};
 
 /// Probe a live MCP server's resumption behaviour: initialize, list tools, call a tool, cut the
 /// connection in the middle of its largest event and (second round) at the event boundary before
@@ -26,7 +26,8 @@ use crate::client_args::{client_config, seconds};
 pub(crate) struct ProbeArgs {
     /// The server's MCP endpoint (`http://` or `https://`).
     url: String,
-    /// A header sent with every request, `Name: value` (repeatable).
+    /// A header sent with every request, `Name: value` (repeatable); `${VAR}` in the value is the
+    /// environment variable's value (unset or empty: an error), `$${` a literal `${`.
     #[arg(long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
     /// The tool to call (default: the first that takes no required arguments).
@@ -38,6 +39,9 @@ pub(crate) struct ProbeArgs {
     /// A PEM file of certificates to trust besides the platform's roots.
     #[arg(long)]
     cacert: Option<PathBuf>,
+    /// `--header-file`, `--allow-http`, `--connect-timeout`.
+    #[command(flatten)]
+    connection: Connection,
     /// How long a resume may bring no message before it counts as held open, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     replay_timeout_ms: u64,
@@ -58,7 +62,12 @@ pub(crate) struct ProbeArgs {
 }
 
 fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
-    let mut client = client_config(&args.headers, args.cacert.as_deref())?;
+    let mut client = client_config(
+        &args.url,
+        &args.headers,
+        args.cacert.as_deref(),
+        &args.connection,
+    )?;
     client
         .stream_mut()
         .replay_timeout(Duration::from_millis(args.replay_timeout_ms));

@@ -29,9 +29,14 @@ impl Host {
         Host::start_with_env(args, &[])
     }
 
-    /// Starts `ssegate bridge ARGS` with these environment variables set.
+    /// Starts `ssegate bridge ARGS` with these environment variables set (and no proxy
+    /// variable of the test's environment: [`super::PROXY_VARS`]).
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Host {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ssegate"));
+        for var in super::PROXY_VARS {
+            command.env_remove(var);
+        }
+        let mut child = command
             .arg("bridge")
             .args(args)
             .envs(env.iter().copied())

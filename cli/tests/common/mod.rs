@@ -1,6 +1,7 @@
 //! What the command's tests share: running the built command, and the fault proxy.
 #![allow(dead_code)]
 
+pub mod forward;
 pub mod host;
 
 use std::io::Write;
@@ -9,6 +10,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
+
+/// The environment variables the HTTP stack reads a proxy from: the tests' commands start
+/// without them unless a test sets them.
+pub const PROXY_VARS: [&str; 8] = [
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
 
 /// What one run of `ssegate call` did.
 pub struct Run {
@@ -63,7 +77,11 @@ impl Run {
 
 /// Runs `ssegate SUBCOMMAND ARGS` with `input` on its stdin: its exit status, stdout and stderr.
 pub fn ssegate(subcommand: &str, args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ssegate"));
+    for var in PROXY_VARS {
+        command.env_remove(var);
+    }
+    let mut child = command
         .arg(subcommand)
         .args(args)
         .stdin(Stdio::piped())
@@ -77,9 +95,20 @@ pub fn ssegate(subcommand: &str, args: &[&str], input: &[u8]) -> Output {
 
 /// Runs `ssegate call ARGS`.
 pub fn call(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_ssegate"))
+    call_with_env(args, &[])
+}
+
+/// Runs `ssegate call ARGS` with these environment variables set (and no proxy variable of the
+/// test's environment but those it sets).
+pub fn call_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ssegate"));
+    for var in PROXY_VARS {
+        command.env_remove(var);
+    }
+    let out = command
         .arg("call")
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run ssegate");
     Run {
