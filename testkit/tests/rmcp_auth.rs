@@ -23,7 +23,9 @@ use ssegate_testkit::auth::{
     AuthServer, AuthServerConfig, ProtectedConfig, ProtectedServer, ProtectedStats, follow,
 };
 use ssegate_testkit::proxy::{Cut, ProxyConfig, RunningProxy};
-use ssegate_testkit::server::{RunningServer, ServerConfig, ServerMode, expected_result};
+use ssegate_testkit::server::{
+    RunningServer, ServerConfig, ServerMode, ServerStats, expected_result,
+};
 
 const RESULT: usize = 64 << 10;
 const SEED: u64 = 42;
@@ -137,6 +139,25 @@ fn expected_text() -> String {
         .to_owned()
 }
 
+/// The call's result is the whole text, the server resumed its stream once and ran the tool once
+/// since `before`, and nothing is left parked.
+fn assert_resumed_once(
+    kit: &Kit,
+    before: &ServerStats,
+    http: &GuardedHttpClient,
+    resumed: &rmcp::model::CallToolResult,
+    want: &str,
+) {
+    assert!(
+        resumed.content[0].as_text().unwrap().text == want,
+        "resumed"
+    );
+    let now = kit.server.stats();
+    assert_eq!(now.resumes - before.resumes, 1, "resumed once");
+    assert_eq!(now.calls - before.calls, 1, "the tool ran once");
+    assert_eq!(http.parked(), 0, "nothing left parked");
+}
+
 /// What the protected endpoint refused since `before`: (no token, a token refused).
 fn refused_since(before: ProtectedStats, now: ProtectedStats) -> (u64, u64) {
     (
@@ -167,21 +188,7 @@ async fn rmcp_auth_client_lists_calls_and_resumes_a_cut_result_with_the_token() 
         let resumed = client.call_tool(big_result()).await.unwrap();
         assert_eq!(kit.proxy.stats().cuts, 1, "the call was cut");
         assert_eq!(resumed.content.len(), 1);
-        assert!(
-            resumed.content[0].as_text().unwrap().text == want,
-            "resumed"
-        );
-        assert_eq!(
-            kit.server.stats().resumes - before.resumes,
-            1,
-            "resumed once"
-        );
-        assert_eq!(
-            kit.server.stats().calls - before.calls,
-            1,
-            "the tool ran once"
-        );
-        assert_eq!(http.parked(), 0, "nothing left parked");
+        assert_resumed_once(&kit, &before, &http, &resumed, &want);
 
         // After the sign-in, every request (the resume GET included) carried a live token.
         let now = kit.protected.stats();
@@ -225,21 +232,7 @@ async fn a_token_refused_at_the_resume_is_refreshed_and_the_same_stream_resumed(
         }
         assert!(kit.auth.expire_access_tokens() >= 1);
         let resumed = call.await.unwrap().unwrap();
-        assert!(
-            resumed.content[0].as_text().unwrap().text == want,
-            "resumed"
-        );
-        assert_eq!(
-            kit.server.stats().resumes - before.resumes,
-            1,
-            "resumed once"
-        );
-        assert_eq!(
-            kit.server.stats().calls - before.calls,
-            1,
-            "the tool ran once"
-        );
-        assert_eq!(http.parked(), 0, "nothing left parked");
+        assert_resumed_once(&kit, &before, &http, &resumed, &want);
 
         let now = kit.protected.stats();
         assert_eq!(
