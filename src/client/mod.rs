@@ -78,6 +78,7 @@ mod call;
 mod config;
 mod error;
 mod handler;
+mod legacy;
 mod session;
 mod tasks;
 mod transport;
@@ -98,7 +99,7 @@ pub use call::{Outcome, Response};
 pub use config::{
     CallOptions, ClientConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ERROR_BODY,
     DEFAULT_MAX_INPUT_ROUNDS, INITIALIZE_VERSIONS, PROTOCOL_2026_07_28, PROTOCOL_VERSION, Protocol,
-    Redirects, Retry, STATELESS_VERSIONS,
+    Redirects, Retry, STATELESS_VERSIONS, TransportStrategy,
 };
 pub use error::{ClientError, ProtocolError, RpcError};
 pub use handler::{DefaultHandler, Handler, HandlerFuture};
