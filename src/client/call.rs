@@ -331,7 +331,7 @@ impl Client {
                         legacy
                             .shared
                             .wait(rpc_id.clone(), &session.streams)
-                            .map_err(Attempt::NotTaken)?,
+                            .map_err(|f| Attempt::NotTaken(*f))?,
                     ),
                     None => None,
                 };

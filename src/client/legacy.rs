@@ -135,15 +135,15 @@ impl Shared {
         self: &Arc<Self>,
         id: RpcId,
         streams: &resume::Session,
-    ) -> Result<Waiter, Failure> {
+    ) -> Result<Waiter, Box<Failure>> {
         let (tx, rx) = oneshot::channel();
         let mut state = self.lock();
         if state.ended.is_some() {
-            return Err(Failure::Refused(Refusal {
+            return Err(Box::new(Failure::Refused(Refusal {
                 kind: RefusalKind::SessionExpired,
                 cursor: None,
                 outstanding: vec![id],
-            }));
+            })));
         }
         streams.registry().expect(id.clone());
         state.waiting.insert(id.clone(), tx);

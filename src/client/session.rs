@@ -247,7 +247,7 @@ impl Client {
         let mut waiter = legacy
             .shared
             .wait(rpc_id, &session.streams)
-            .map_err(Attempt::NotTaken)?;
+            .map_err(|f| Attempt::NotTaken(*f))?;
         let res = self.post(session, req, during).await?;
         self.expect_ok(res, during).await?;
         waiter
