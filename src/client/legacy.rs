@@ -28,6 +28,10 @@ use crate::guard::{Refusal, RefusalKind};
 use crate::message::{Message, RpcId, RpcKind};
 use crate::resume::{self, EndCause, Failure, Output, ResumableStream};
 
+/// Server requests of one session handled at once; past it the reader waits (and reads no more)
+/// until one is answered.
+const MAX_SERVER_REQUESTS: usize = 64;
+
 /// A session on the HTTP+SSE transport: where messages are posted, and its reader.
 #[derive(Clone, Debug)]
 pub(super) struct Legacy {
@@ -461,6 +465,7 @@ async fn read(
         .upgrade()
         .and_then(|inner| inner.config.stream.idle_timeout_ref());
     let mut transport: Option<ClientError> = None;
+    let requests = Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS));
     loop {
         while let Some(output) = stream.poll() {
             match output {
@@ -479,7 +484,13 @@ async fn read(
                         // Answered on its own: a handler that waits (for a host, a user) holds
                         // up no response.
                         let session = session.clone();
-                        tokio::spawn(async move { client.dispatch(&session, d).await });
+                        let Ok(permit) = requests.clone().acquire_owned().await else {
+                            return;
+                        };
+                        tokio::spawn(async move {
+                            client.dispatch(&session, d).await;
+                            drop(permit);
+                        });
                     } else {
                         client.dispatch(&session, d).await;
                     }
