@@ -341,6 +341,10 @@ pub const DEFAULT_MAX_LINE: usize = 64 << 20;
 pub const DEFAULT_MAX_EVENT: usize = 64 << 20;
 /// Default of [`DecoderConfig::max_field`](crate::sse::DecoderConfig::max_field): 4 KiB.
 pub const DEFAULT_MAX_FIELD: usize = 4 << 10;
+/// Default of
+/// [`ClientConfig::max_endpoint_event`](crate::client::ClientConfig::max_endpoint_event): the
+/// bytes a 2024-11-05 HTTP+SSE stream may bring before its `endpoint` event is complete, 16 KiB.
+pub const DEFAULT_MAX_ENDPOINT_EVENT: usize = 16 << 10;
 /// Default of [`DecoderConfig::max_block`](crate::sse::DecoderConfig::max_block): 80 MiB.
 pub const DEFAULT_MAX_BLOCK: usize = 80 << 20;
 /// Default of [`GateConfig::max_depth`](crate::gate::GateConfig::max_depth): 1024 levels of

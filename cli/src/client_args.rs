@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use ssegate::client::{ClientConfig, Protocol, Retry, TaskMode};
+use ssegate::client::{ClientConfig, Protocol, Retry, TaskMode, TransportStrategy};
 use ssegate::contract::{INITIALIZE_VERSIONS, STATELESS_VERSIONS};
 
 pub(crate) use crate::connection::{Connection, check_http, collect_headers, env_var};
@@ -28,6 +28,14 @@ pub(crate) struct Remote {
     /// (`server/discover`), else `initialize` offering 2025-11-25; a version speaks only that one.
     #[arg(long, value_name = "VERSION", default_value = "auto", value_parser = protocol_parser())]
     pub(crate) protocol: Protocol,
+    /// The HTTP transport: `http-first` speaks Streamable HTTP and, when the URL answers
+    /// `initialize` with 400, 404 or 405, the 2024-11-05 HTTP+SSE transport (an event stream from
+    /// GET whose `endpoint` event names where messages are POSTed); `sse-first` the other way
+    /// round (Streamable HTTP when the GET is answered 400, 404, 405 or with no event stream);
+    /// `http-only` and `sse-only` never try the other.
+    #[arg(long, value_name = "STRATEGY", default_value = TransportStrategy::default().as_str(),
+          value_parser = transport_parser())]
+    pub(crate) transport: TransportStrategy,
 }
 
 impl Remote {
@@ -40,6 +48,7 @@ impl Remote {
             &self.connection,
         )?;
         config.protocol(self.protocol.clone());
+        config.transport(self.transport);
         Ok(config)
     }
 }
@@ -121,6 +130,12 @@ pub(crate) fn protocol_parser() -> impl TypedValueParser<Value = Protocol> {
         .chain(INITIALIZE_VERSIONS.iter().copied());
     PossibleValuesParser::new(names)
         .map(|s| Protocol::parse(&s).expect("a possible value is a protocol"))
+}
+
+/// The transport strategies, as the library words them.
+pub(crate) fn transport_parser() -> impl TypedValueParser<Value = TransportStrategy> {
+    PossibleValuesParser::new(TransportStrategy::ALL.map(TransportStrategy::as_str))
+        .map(|s| TransportStrategy::parse(&s).expect("a possible value is a strategy"))
 }
 
 /// How long a sign-in waits for the user by default, in seconds: the contract's.

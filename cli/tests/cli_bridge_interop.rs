@@ -265,6 +265,37 @@ fn a_2025_host_through_the_bridge_to_the_typescript_sdk_server() {
     assert_exits_on_eof(&mut host, &what);
 }
 
+/// The TypeScript SDK's server on the 2024-11-05 HTTP+SSE transport (`SSEServerTransport`): the
+/// bridge is given nothing but the URL, its first POST is answered 404, and it speaks HTTP+SSE.
+#[test]
+fn a_2025_host_through_the_bridge_to_the_typescript_sdk_http_sse_server() {
+    let Some(server) = start(Sdk::Ts, &["--legacy"]) else {
+        return;
+    };
+    let what = format!("{} --legacy", server.label());
+    let url = server.url();
+    let mut host = Host::start(&[&url, "-v"]);
+    let init = host.initialize("2025-06-18");
+    assert_eq!(init["protocolVersion"], "2025-06-18", "{what}: {init}");
+    assert_eq!(
+        init["serverInfo"]["name"],
+        server_name(Sdk::Ts),
+        "{what}: {init}"
+    );
+    assert_logged(
+        &host,
+        &format!("connected to {url}: protocol 2025-11-25 (HTTP+SSE)"),
+        &what,
+    );
+    let listed = host.request(json!("list"), "tools/list", json!({}));
+    assert_lists_the_tools(&listed, &what);
+    assert_bare_request_answered(&mut host, &what);
+    assert_big_results(&mut host, &[4 << 20], &what);
+    assert_progress(&mut host, &what);
+    assert_two_in_flight(&mut host, &what);
+    assert_exits_on_eof(&mut host, &what);
+}
+
 #[test]
 fn a_2025_host_through_the_bridge_to_the_python_sdk_server_on_2026_07_28() {
     let Some(server) = start(Sdk::Py, &[]) else {

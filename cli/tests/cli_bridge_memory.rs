@@ -1,7 +1,7 @@
 //! `ssegate bridge`'s memory: its peak resident set (VmHWM in /proc/PID/status, read while it
 //! runs) stays within 3 x the largest message + 32 MiB, the bound docs/BRIDGE.md states. Sixteen
-//! 4 MiB results, three of 16 MiB and three of 4 MiB again from the loopback server, each checked
-//! against the server's bytes. VmHWM counts what the bridge's allocator (mimalloc) keeps after a
+//! 4 MiB results, three of 16 MiB and three of 4 MiB again from the loopback server (and again from
+//! the kit's HTTP+SSE server), each checked against the server's bytes. VmHWM counts what the bridge's allocator (mimalloc) keeps after a
 //! free as well as what is live, and the binary's resident pages. Linux only (/proc).
 
 #![cfg(target_os = "linux")]
@@ -9,6 +9,7 @@
 mod common;
 
 use serde_json::{Value, json};
+use ssegate_testkit::legacy::LegacyConfig;
 use ssegate_testkit::server::{ServerConfig, ServerMode, expected_result};
 
 use common::host::Host;
@@ -60,7 +61,27 @@ fn peak_rss_stays_within_three_times_the_largest_message_plus_32_mib() {
         sc.mode(ServerMode::Buffered).max_result_size(32 << 20);
         sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
     });
-    let mut host = Host::start(&[&server.url()]);
+    measure(&server.url());
+    assert_eq!(server.stats().calls, 22, "every tool ran once");
+}
+
+/// The same on the 2024-11-05 HTTP+SSE transport: every result comes on the session's one stream.
+#[test]
+fn on_http_sse_too() {
+    let rt = runtime();
+    let server = rt.block_on(async {
+        LegacyConfig::default()
+            .start("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap()
+    });
+    measure(&server.url());
+    assert_eq!(server.calls("big_result"), 22, "every tool ran once");
+}
+
+/// 16 x 4 MiB, 3 x 16 MiB, 3 x 4 MiB through a bridge of `url`: its peak within the bound.
+fn measure(url: &str) {
+    let mut host = Host::start(&[url]);
     host.initialize("2025-11-25");
     let pid = host.pid();
     let start = status_bytes(pid, "VmHWM");
@@ -90,7 +111,6 @@ fn peak_rss_stays_within_three_times_the_largest_message_plus_32_mib() {
         mib(status_bytes(pid, "VmRSS")),
         mib(bound(16 * MIB)),
     );
-    assert_eq!(server.stats().calls, 22, "every tool ran once");
     assert!(
         peak <= bound(16 * MIB),
         "VmHWM {peak} bytes ({:.1} MiB) > 3 x 16 MiB + 32 MiB",

@@ -163,3 +163,33 @@ fn probe_finds_each_task_servers_reads_repeatable() {
         assert_eq!(v["server"]["taskReread"], "repeatable", "{label}: {v}");
     }
 }
+
+/// The TypeScript SDK's `SSEServerTransport` (2024-11-05 HTTP+SSE): found with no flag, named in
+/// the report, not resumable (that transport has no resumption).
+#[test]
+fn probe_names_the_typescript_sdks_http_sse_transport() {
+    let Some(server) = start(Sdk::Ts, &["--legacy"]) else {
+        return;
+    };
+    let (code, report) = probe(
+        &server.url(),
+        &["--tool", "big_result", "--args", r#"{"size": 262144}"#],
+    );
+    assert_eq!(report["server"]["transport"], "sse", "{report}");
+    assert_eq!(
+        report["server"]["protocolVersion"], "2025-11-25",
+        "{report}"
+    );
+    assert_eq!(behaviours(&report["rounds"]), ["no-ids"], "{report}");
+    assert_eq!(report["verdict"], "not-resumable", "{report}");
+    assert_eq!(code, Some(1), "{report}");
+    // The same server on Streamable HTTP is reported as such.
+    let Some(server) = start(Sdk::Ts, &[]) else {
+        return;
+    };
+    let (_, report) = probe(
+        &server.url(),
+        &["--tool", "big_result", "--args", r#"{"size": 262144}"#],
+    );
+    assert_eq!(report["server"]["transport"], "streamable-http", "{report}");
+}

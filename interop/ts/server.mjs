@@ -1,6 +1,6 @@
 // An MCP server on the official TypeScript SDK, for ssegate's interop tests.
 //
-//   node server.mjs [--port N] [--host H] [--stateless] [--forgetful]
+//   node server.mjs [--port N] [--host H] [--stateless] [--forgetful] [--legacy]
 //                   [--tasks [--task-delay-ms N] [--poll-interval-ms N] [--tasks-required]]
 //
 // Port: --port, else $PORT, else 0 (any free port). Once listening it prints one line
@@ -15,6 +15,11 @@
 //   charge {size?}               NOT idempotent: counts its executions; the result carries a
 //                                receipt of `size` deterministic bytes (default 0)
 //   count                        how many times `charge` ran in this process
+//
+// --legacy: the 2024-11-05 HTTP+SSE transport instead, on the SDK's SSEServerTransport: `GET /mcp`
+// opens a session's event stream (its first event, `endpoint`, names
+// `/messages?sessionId=<id>`), each message is POSTed there (`202`, the answer on the stream), and
+// `POST /mcp` is `404` as on any server of that transport. Same tools.
 //
 // --tasks: the SDK's experimental tasks (SEP-1686, protocol 2025-11-25): one process-wide
 // InMemoryTaskStore (tasks scoped by session; it keeps a result until the task's ttl runs out,
@@ -33,6 +38,7 @@ import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { z } from 'zod';
 
@@ -47,6 +53,7 @@ const port = Number(option('--port') ?? process.env.PORT ?? 0);
 const stateless = flag('--stateless');
 const forgetful = flag('--forgetful');
 const tasks = flag('--tasks');
+const legacy = flag('--legacy');
 const taskDelayMs = Number(option('--task-delay-ms') ?? 200);
 const pollIntervalMs = Number(option('--poll-interval-ms') ?? 100);
 const tasksRequired = flag('--tasks-required');
@@ -230,8 +237,29 @@ function jsonError(res, status, message) {
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }
 
+/** sessionId -> SSEServerTransport (--legacy) */
+const legacySessions = new Map();
+
+/** --legacy: the 2024-11-05 HTTP+SSE transport. */
+async function handleLegacy(req, res, url) {
+    if (req.method === 'GET' && url.pathname === '/mcp') {
+        const transport = new SSEServerTransport('/messages', res);
+        legacySessions.set(transport.sessionId, transport);
+        res.on('close', () => legacySessions.delete(transport.sessionId));
+        await buildServer().connect(transport);
+        return;
+    }
+    if (req.method === 'POST' && url.pathname === '/messages') {
+        const transport = legacySessions.get(url.searchParams.get('sessionId') ?? '');
+        if (transport === undefined) return jsonError(res, 404, 'Session not found');
+        return transport.handlePostMessage(req, res);
+    }
+    return jsonError(res, 404, 'not found');
+}
+
 async function handle(req, res) {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    if (legacy) return handleLegacy(req, res, url);
     if (url.pathname !== '/mcp') return jsonError(res, 404, 'not found');
     let body;
     if (req.method === 'POST') {

@@ -323,6 +323,18 @@ impl Client {
             let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": wire});
             let rpc_id = RpcId::Number(id);
             let attempt = async {
+                // On HTTP+SSE the response comes on the session's stream: wait for it before the
+                // POST (it may come before the POST's answer). A session that ended takes
+                // nothing: the request goes to a new one.
+                let mut waiter = match &session.legacy {
+                    Some(legacy) => Some(
+                        legacy
+                            .shared
+                            .wait(rpc_id.clone(), &session.streams)
+                            .map_err(|f| Attempt::NotTaken(*f))?,
+                    ),
+                    None => None,
+                };
                 let res = match self.post(&session, &req, "request").await {
                     Ok(res) => res,
                     // Sent, then cut before the response head: the server may have run the call,
@@ -358,7 +370,9 @@ impl Client {
                         status_error(res, "request", self.inner.config.max_error_body).await;
                     return Err(Attempt::Busy(error, retry_after));
                 }
-                if res.status() == reqwest::StatusCode::NOT_FOUND && session.id.is_some() {
+                if res.status() == reqwest::StatusCode::NOT_FOUND
+                    && (session.id.is_some() || session.legacy.is_some())
+                {
                     // The session expired before the request was taken: nothing ran, so the
                     // call may always be issued again on a new session.
                     return Err(Attempt::NotTaken(Failure::Refused(Refusal {
@@ -368,6 +382,13 @@ impl Client {
                     })));
                 }
                 let res = self.expect_ok(res, "request").await?;
+                if let Some(waiter) = &mut waiter {
+                    drop(res);
+                    return waiter
+                        .response()
+                        .await
+                        .map_err(|f| Attempt::Lost(f, Vec::new(), None));
+                }
                 let mut stream = session.streams.request_stream(rpc_id.clone());
                 // 2026-07-28 has no resumption: a cut stream is a lost request.
                 stream.resumable(!session.stateless);

@@ -52,6 +52,60 @@ impl Protocol {
     }
 }
 
+/// Which HTTP transport the client speaks to the server at its URL
+/// ([`ClientConfig::transport`]): Streamable HTTP (a `POST` per message), or the 2024-11-05
+/// HTTP+SSE transport (one `GET` event stream that names, in its first `endpoint` event, where
+/// each message is `POST`ed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportStrategy {
+    /// Streamable HTTP; when `initialize` (after a `server/discover` answered as a server that
+    /// does not speak 2026-07-28 answers it) is answered `400`, `404` or `405`, the HTTP+SSE
+    /// transport at the same URL. When that fails too, the `initialize` answer is the error
+    /// (unless the URL did answer with an event stream whose `endpoint` event is unusable).
+    #[default]
+    HttpFirst,
+    /// The HTTP+SSE transport; when its `GET` is answered `400`, `404` or `405` (as Streamable
+    /// HTTP servers answer a `GET` without a session), or with anything but an event stream,
+    /// Streamable HTTP at the same URL.
+    SseFirst,
+    /// Streamable HTTP only.
+    HttpOnly,
+    /// The HTTP+SSE transport only.
+    SseOnly,
+}
+
+impl TransportStrategy {
+    /// Every strategy, in the order of [`TransportStrategy::as_str`]'s words.
+    pub const ALL: [TransportStrategy; 4] = [
+        TransportStrategy::HttpFirst,
+        TransportStrategy::SseFirst,
+        TransportStrategy::HttpOnly,
+        TransportStrategy::SseOnly,
+    ];
+
+    /// The strategy's word: `http-first`, `sse-first`, `http-only`, `sse-only`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TransportStrategy::HttpFirst => "http-first",
+            TransportStrategy::SseFirst => "sse-first",
+            TransportStrategy::HttpOnly => "http-only",
+            TransportStrategy::SseOnly => "sse-only",
+        }
+    }
+
+    /// Parses a word of [`TransportStrategy::as_str`].
+    pub fn parse(s: &str) -> Option<TransportStrategy> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl fmt::Display for TransportStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// When a call may be issued again on a new session after its stream was lost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -146,6 +200,8 @@ pub struct ClientConfig {
     pub(super) roots: Vec<Vec<u8>>,
     pub(super) only_custom_roots: bool,
     pub(super) protocol: Protocol,
+    pub(super) transport: TransportStrategy,
+    pub(super) max_endpoint_event: usize,
     pub(super) max_attempts: u32,
     pub(super) max_input_rounds: u32,
     pub(super) task_poll: (Duration, Duration),
@@ -172,6 +228,7 @@ impl fmt::Debug for ClientConfig {
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("roots", &self.roots.len())
             .field("protocol", &self.protocol)
+            .field("transport", &self.transport)
             .field("max_attempts", &self.max_attempts)
             .field("task_poll", &self.task_poll)
             .field("call_timeout", &self.call_timeout)
@@ -194,6 +251,8 @@ impl Default for ClientConfig {
             roots: Vec::new(),
             only_custom_roots: false,
             protocol: Protocol::Auto,
+            transport: TransportStrategy::HttpFirst,
+            max_endpoint_event: contract::DEFAULT_MAX_ENDPOINT_EVENT,
             max_attempts: contract::DEFAULT_MAX_ATTEMPTS,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
             task_poll: (DEFAULT_TASK_POLL_MIN, DEFAULT_TASK_POLL_MAX),
@@ -302,6 +361,24 @@ impl ClientConfig {
     /// Which protocol versions to speak, to read ([`ClientConfig::protocol`] sets it).
     pub fn protocol_ref(&self) -> &Protocol {
         &self.protocol
+    }
+
+    /// Which HTTP transport to speak (default [`TransportStrategy::HttpFirst`]).
+    pub fn transport(&mut self, transport: TransportStrategy) -> &mut Self {
+        self.transport = transport;
+        self
+    }
+
+    /// Which HTTP transport to speak, to read ([`ClientConfig::transport`] sets it).
+    pub fn transport_ref(&self) -> TransportStrategy {
+        self.transport
+    }
+
+    /// On the 2024-11-05 HTTP+SSE transport, the most bytes the event stream may bring before its
+    /// `endpoint` event is complete (default 16 KiB); past it, [`ProtocolError::NoEndpoint`].
+    pub fn max_endpoint_event(&mut self, bytes: usize) -> &mut Self {
+        self.max_endpoint_event = bytes;
+        self
     }
 
     /// Speaks this version only: `protocol(Protocol::Only(version))`.

@@ -55,6 +55,13 @@ pub enum ProtocolError {
     NoCommonVersion(Vec<String>),
     /// A 2026-07-28 request kept being answered `input_required` (the rounds answered).
     TooManyInputRounds(u32),
+    /// On the 2024-11-05 HTTP+SSE transport, the event stream gave no usable `endpoint` event
+    /// (it ended first, the event is over [`ClientConfig::max_endpoint_event`], or its data is no
+    /// URI reference): why.
+    NoEndpoint(String),
+    /// On the 2024-11-05 HTTP+SSE transport, the `endpoint` event names another origin than the
+    /// event stream's (scheme, host and port): nothing is sent there.
+    ForeignEndpoint(String),
     /// The [`Handler`] could not answer an input request of an `input_required` result.
     InputRequest {
         /// The input request's method.
@@ -91,6 +98,13 @@ impl fmt::Display for ProtocolError {
             ProtocolError::TooManyInputRounds(n) => {
                 write!(f, "the server still asked for input after {n} rounds")
             }
+            ProtocolError::NoEndpoint(why) => {
+                write!(f, "the HTTP+SSE stream gave no message endpoint: {why}")
+            }
+            ProtocolError::ForeignEndpoint(url) => write!(
+                f,
+                "the HTTP+SSE stream's message endpoint {url:?} is on another origin; refused"
+            ),
             ProtocolError::InputRequest { method, error } => write!(
                 f,
                 "the handler could not answer the server's {method} input request: {} ({})",

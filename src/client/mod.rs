@@ -13,6 +13,13 @@
 //! [`GuardedStream`]: when the connection is cut, the stream resumes with `GET` + `Last-Event-ID`
 //! and the guard decides whether the replay continues the stream that was cut.
 //!
+//! A server on the 2024-11-05 HTTP+SSE transport (an event stream from `GET`, whose `endpoint`
+//! event names where messages are `POST`ed) is reached too: [`ClientConfig::transport`] says which
+//! transport is tried first ([`TransportStrategy`], default Streamable HTTP, then HTTP+SSE when
+//! `initialize` is answered `400`, `404` or `405`). There every message of the one stream is gated
+//! and guarded as on Streamable HTTP; nothing is resumed (the transport has no resumption), so a cut
+//! stream loses the calls in flight and the next call opens a new session.
+//!
 //! A call is re-issued on a new session only when that is known to be safe: every method but
 //! `tools/call` is side-effect free, a tool whose `tools/list` annotations say `readOnlyHint` or
 //! `idempotentHint` may run twice, and the caller may mark a call retryable ([`Retry::Always`]).
@@ -29,6 +36,7 @@
 //! | an error answer's body (then the connection is dropped) | 1 KiB | [`ClientConfig::max_error_body`] |
 //! | an `application/json` answer (held as received, never doubled) | 64 MiB | [`ClientConfig::max_json_body`] |
 //! | one SSE event (the decoder's limits) | 64 MiB | [`ClientConfig::decoder`] |
+//! | an HTTP+SSE stream before its `endpoint` event | 16 KiB | [`ClientConfig::max_endpoint_event`] |
 //! | the delay before any reconnect | 250 ms (jittered up to +50 %) to 60 s | [`resume::StreamConfig::min_delay`], [`resume::StreamConfig::max_delay`] |
 //! | redirects followed | none | [`ClientConfig::redirects`] |
 //!
@@ -69,7 +77,8 @@
 
 // One file per concern: the settings (`config`), errors (`error`), the session and how the server's
 // protocol era is found (`session`), calls and their re-issue (`call`), HTTP requests and reading
-// answers (`transport`), the application's handler (`handler`), tasks (`tasks`), and the 2026-07-28
+// answers (`transport`), the 2024-11-05 HTTP+SSE transport (`legacy`), the application's handler
+// (`handler`), tasks (`tasks`), and the 2026-07-28
 // wire format (`v2026_07_28`).
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
@@ -78,6 +87,7 @@ mod call;
 mod config;
 mod error;
 mod handler;
+mod legacy;
 mod session;
 mod tasks;
 mod transport;
@@ -98,7 +108,7 @@ pub use call::{Outcome, Response};
 pub use config::{
     CallOptions, ClientConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ERROR_BODY,
     DEFAULT_MAX_INPUT_ROUNDS, INITIALIZE_VERSIONS, PROTOCOL_2026_07_28, PROTOCOL_VERSION, Protocol,
-    Redirects, Retry, STATELESS_VERSIONS,
+    Redirects, Retry, STATELESS_VERSIONS, TransportStrategy,
 };
 pub use error::{ClientError, ProtocolError, RpcError};
 pub use handler::{DefaultHandler, Handler, HandlerFuture};

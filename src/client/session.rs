@@ -15,11 +15,12 @@ use tracing::debug;
 #[cfg(doc)]
 use super::Handler;
 use super::error::Attempt;
+use super::legacy::{Legacy, Open, Opened};
 use super::transport::{Body, status_error};
 use super::{
     Client, ClientConfig, ClientError, INITIALIZE_VERSIONS, Inner, Outcome, PROTOCOL_2026_07_28,
     PROTOCOL_VERSION, Protocol, ProtocolError, SESSION_HEADER, STATELESS_VERSIONS,
-    transport::build_http, v2026_07_28, within,
+    TransportStrategy, transport::build_http, v2026_07_28, within,
 };
 use crate::message::{Message, RpcId};
 use crate::resume::{self, Failure};
@@ -44,6 +45,8 @@ pub(super) struct Session {
     pub(super) generation: u64,
     /// The session's streams, sharing outstanding requests and response deduplication.
     pub(super) streams: resume::Session,
+    /// A session on the 2024-11-05 HTTP+SSE transport: its endpoint and reader.
+    pub(super) legacy: Option<Legacy>,
 }
 
 impl Client {
@@ -115,6 +118,13 @@ impl Client {
         self.session().initialized
     }
 
+    /// Whether the server is spoken to on the 2024-11-05 HTTP+SSE transport (an event stream
+    /// from `GET`, messages `POST`ed to the endpoint it named) rather than Streamable HTTP
+    /// ([`ClientConfig::transport`]).
+    pub fn is_legacy_sse(&self) -> bool {
+        self.session().legacy.is_some()
+    }
+
     /// Sessions opened so far (1 + renegotiations).
     pub fn sessions_opened(&self) -> u32 {
         self.inner.sessions_opened.load(Ordering::Relaxed)
@@ -135,7 +145,119 @@ impl Client {
     /// with it, naming only `initialize` versions selects `initialize` with one of them; any other
     /// answer short of `401`, `403` or a `5xx` (an error body that is not a recognized 2026-07-28
     /// error, an empty result) is an `initialize` server.
+    ///
+    /// Which transport is tried first, and whether the other is tried after, is
+    /// [`ClientConfig::transport`]: see [`TransportStrategy`].
     pub async fn initialize(&self) -> Result<(), ClientError> {
+        match self.inner.config.transport {
+            TransportStrategy::HttpOnly => self.initialize_http().await,
+            TransportStrategy::SseOnly => {
+                let offer = self.legacy_offer()?;
+                match self.open_legacy_stream().await {
+                    Ok(opened) => self.open_legacy(opened, &offer).await,
+                    Err(Open::NotHere(e) | Open::Failed(e)) => Err(e),
+                }
+            }
+            TransportStrategy::SseFirst => {
+                let offer = self.legacy_offer();
+                match offer {
+                    Ok(offer) => match self.open_legacy_stream().await {
+                        Ok(opened) => self.open_legacy(opened, &offer).await,
+                        Err(Open::NotHere(e)) => {
+                            debug!(error = %e, "no HTTP+SSE stream; Streamable HTTP");
+                            self.initialize_http().await
+                        }
+                        Err(Open::Failed(e)) => Err(e),
+                    },
+                    Err(_) => self.initialize_http().await,
+                }
+            }
+            TransportStrategy::HttpFirst => match self.initialize_http().await {
+                Err(e) if takes_no_post(&e) => {
+                    let Ok(offer) = self.legacy_offer() else {
+                        return Err(e);
+                    };
+                    debug!(error = %e, "the first POST was refused; trying HTTP+SSE");
+                    match self.open_legacy_stream().await {
+                        Ok(opened) => self.open_legacy(opened, &offer).await,
+                        // Neither transport: the POST's answer is the error.
+                        Err(Open::NotHere(_)) => Err(e),
+                        Err(Open::Failed(legacy)) => {
+                            debug!(error = %legacy, "no HTTP+SSE stream either");
+                            Err(match legacy {
+                                // An event stream that broke the transport: that is the news.
+                                ClientError::Protocol(
+                                    ProtocolError::NoEndpoint(_)
+                                    | ProtocolError::ForeignEndpoint(_),
+                                ) => legacy,
+                                _ => e,
+                            })
+                        }
+                    }
+                }
+                other => other,
+            },
+        }
+    }
+
+    /// The version `initialize` offers on the HTTP+SSE transport: the one offered on Streamable
+    /// HTTP (a stateless version has no HTTP+SSE transport).
+    fn legacy_offer(&self) -> Result<String, ClientError> {
+        match &self.inner.config.protocol {
+            Protocol::Auto => Ok(PROTOCOL_VERSION.to_owned()),
+            Protocol::Only(v) if !STATELESS_VERSIONS.contains(&v.as_str()) => Ok(v.clone()),
+            Protocol::Only(v) => Err(ClientError::Setup(format!(
+                "protocol {v} has no HTTP+SSE transport"
+            ))),
+        }
+    }
+
+    /// Opens a session on the HTTP+SSE stream `opened`: `initialize` offering `offer`, then
+    /// `notifications/initialized`, each `POST`ed to the stream's endpoint.
+    async fn open_legacy(&self, opened: Opened, offer: &str) -> Result<(), ClientError> {
+        let fresh = self.legacy_session(opened);
+        let id = 0;
+        let req = self.initialize_request(id, offer);
+        let answer = self
+            .legacy_exchange(&fresh, &req, RpcId::Number(id), "initialize")
+            .await
+            .map_err(Attempt::into_error);
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                if let Some(legacy) = &fresh.legacy {
+                    legacy.end();
+                }
+                return Err(e);
+            }
+        };
+        self.finish_session(fresh, None, offer, answer).await
+    }
+
+    /// One request on an HTTP+SSE session: registered with the reader, `POST`ed, its response
+    /// awaited on the stream.
+    pub(super) async fn legacy_exchange(
+        &self,
+        session: &Session,
+        req: &Value,
+        rpc_id: RpcId,
+        during: &'static str,
+    ) -> Result<Message, Attempt> {
+        let legacy = session.legacy.as_ref().expect("an HTTP+SSE session");
+        let mut waiter = legacy
+            .shared
+            .wait(rpc_id, &session.streams)
+            .map_err(|f| Attempt::NotTaken(*f))?;
+        let res = self.post(session, req, during).await?;
+        self.expect_ok(res, during).await?;
+        waiter
+            .response()
+            .await
+            .map_err(|f| Attempt::Lost(f, Vec::new(), None))
+    }
+
+    /// Streamable HTTP: `server/discover`, else `initialize`, as [`Client::initialize`] says.
+    async fn initialize_http(&self) -> Result<(), ClientError> {
         let offer = match self.inner.config.protocol.clone() {
             Protocol::Only(v) if !STATELESS_VERSIONS.contains(&v.as_str()) => {
                 return self.open_session(&v).await;
@@ -295,17 +417,7 @@ impl Client {
     pub(super) async fn open_session(&self, offer: &str) -> Result<(), ClientError> {
         // Calls take ids from 1; `initialize` is alone on its new session and always takes 0.
         let id = 0;
-        let req = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": offer,
-                "capabilities": self.inner.config.capabilities,
-                "clientInfo": {"name": self.inner.config.client_name,
-                               "version": self.inner.config.client_version},
-            },
-        });
+        let req = self.initialize_request(id, offer);
         let fresh = Session {
             streams: resume::Session::new(self.inner.config.stream.clone()),
             ..Session::default()
@@ -344,6 +456,33 @@ impl Client {
             )
             .await
             .map_err(Attempt::into_error)?;
+        self.finish_session(fresh, session_id, offer, answer).await
+    }
+
+    /// The `initialize` request offering `offer`.
+    fn initialize_request(&self, id: i64, offer: &str) -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": offer,
+                "capabilities": self.inner.config.capabilities,
+                "clientInfo": {"name": self.inner.config.client_name,
+                               "version": self.inner.config.client_version},
+            },
+        })
+    }
+
+    /// Takes `fresh` as the session after `initialize` answered `answer`, and sends
+    /// `notifications/initialized`.
+    async fn finish_session(
+        &self,
+        fresh: Session,
+        session_id: Option<String>,
+        offer: &str,
+        answer: Message,
+    ) -> Result<(), ClientError> {
         let value: Value = answer
             .deserialize()
             .map_err(|e| ClientError::Protocol(ProtocolError::InitializeError(e.to_string())))?;
@@ -366,6 +505,7 @@ impl Client {
             s.initialized = Some(Arc::new(value["result"].clone()));
             s.generation += 1;
             s.streams = fresh.streams.clone();
+            s.legacy = fresh.legacy.clone();
             s.clone()
         };
         self.inner.sessions_opened.fetch_add(1, Ordering::Relaxed);
@@ -393,6 +533,14 @@ impl Client {
         }
         // The server was found to speak `initialize`: a new session with the version it chose.
         let offer = old.protocol_version.as_deref().unwrap_or(PROTOCOL_VERSION);
+        if let Some(legacy) = &old.legacy {
+            // On HTTP+SSE a new session is a new stream.
+            legacy.end();
+            return match self.open_legacy_stream().await {
+                Ok(opened) => self.open_legacy(opened, offer).await,
+                Err(Open::NotHere(e) | Open::Failed(e)) => Err(e),
+            };
+        }
         self.open_session(offer).await
     }
 
@@ -403,6 +551,14 @@ impl Client {
         &self,
     ) -> Result<impl Stream<Item = Result<Message, Failure>> + use<>, ClientError> {
         let session = self.session();
+        if let Some(legacy) = &session.legacy {
+            // The session's one stream is read already (its messages go to the handler): this
+            // stream ends when that one does.
+            let ended = legacy.shared.ended();
+            return Ok(futures_util::stream::once(ended)
+                .filter_map(|()| async { None::<Result<Message, Failure>> })
+                .left_stream());
+        }
         let open = async {
             let res = if session.stateless {
                 let mut params = json!({"notifications": {
@@ -430,16 +586,19 @@ impl Client {
         }
         let body: Body = Box::pin(res.bytes_stream().map_err(ClientError::http("GET stream")));
         let me = self.clone();
-        Ok(self.guarded(&session, stream, body).then(move |item| {
-            let me = me.clone();
-            let session = session.clone();
-            async move {
-                let d = item?;
-                let message = Message::new(d.message.data().clone());
-                me.dispatch(&session, d).await;
-                Ok(message)
-            }
-        }))
+        Ok(self
+            .guarded(&session, stream, body)
+            .then(move |item| {
+                let me = me.clone();
+                let session = session.clone();
+                async move {
+                    let d = item?;
+                    let message = Message::new(d.message.data().clone());
+                    me.dispatch(&session, d).await;
+                    Ok(message)
+                }
+            })
+            .right_stream())
     }
 
     pub(super) async fn delete(&self, session: &Session) -> Result<(), ClientError> {
@@ -465,9 +624,28 @@ impl Client {
     /// Ends the session with `DELETE` (nothing to do for a sessionless server).
     pub async fn close(self) -> Result<(), ClientError> {
         let session = self.session();
+        if let Some(legacy) = &session.legacy {
+            // Dropping the stream ends the session.
+            legacy.end();
+            return Ok(());
+        }
         if session.id.is_none() || session.stateless {
             return Ok(());
         }
         within(self.inner.config.call_timeout, self.delete(&session)).await
     }
+}
+
+/// Whether `e` is the answer of a URL that takes no MCP `POST`: `400`, `404` or `405` to
+/// `initialize` (a `server/discover` answered so is followed by `initialize`, as any answer of a
+/// server that does not speak 2026-07-28).
+fn takes_no_post(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Status {
+            during: "initialize",
+            status: 400 | 404 | 405,
+            ..
+        }
+    )
 }

@@ -211,7 +211,11 @@ impl Client {
         bearer: Option<HeaderValue>,
     ) -> Result<reqwest::Response, ClientError> {
         let origin = self.inner.url.origin();
-        let mut url = self.inner.url.clone();
+        // On the HTTP+SSE transport every message goes to the stream's endpoint (same origin).
+        let mut url = match &session.legacy {
+            Some(legacy) if method == reqwest::Method::POST => legacy.endpoint.clone(),
+            _ => self.inner.url.clone(),
+        };
         let mut foreign = false;
         let mut hops = 0;
         loop {

@@ -301,6 +301,12 @@ impl StreamConfig {
         self
     }
 
+    /// The idle timeout, to read (for a driver that watches silence itself).
+    #[cfg(feature = "client")]
+    pub(crate) fn idle_timeout_ref(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+
     /// Most resumes over the stream's life (default 32).
     pub fn max_resumes(&mut self, n: u32) -> &mut Self {
         self.max_resumes = n;

@@ -10,6 +10,8 @@
 //! - [`proxy`]: a fault-injecting TCP proxy that resets chosen responses at chosen byte offsets.
 //! - [`hostile`]: a deliberately misbehaving MCP server on raw TCP, one [`hostile::Misbehaviour`]
 //!   per instance (endless bodies, trickles, malformed and huge heads, foreign resumes, ...).
+//! - [`legacy`]: a minimal MCP server on the 2024-11-05 HTTP+SSE transport, with the kit's tools
+//!   and that transport's faults (a stream cut mid-event, a second response, a foreign endpoint).
 //! - [`tls`]: a TLS front with a generated self-signed certificate, and a `CONNECT` proxy.
 //! - [`interop`]: the official MCP SDKs' servers of the repository's `interop/`, started as child
 //!   processes on loopback (skipped loudly, or failed under `CI`, when not installed).
@@ -29,6 +31,7 @@ pub mod hostile;
 mod http1;
 pub use http1::WireError;
 pub mod interop;
+pub mod legacy;
 pub mod proxy;
 pub mod rng;
 pub mod server;

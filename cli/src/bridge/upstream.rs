@@ -170,6 +170,7 @@ impl Upstream {
                 match client.session_id() {
                     Some(id) => format!(", session {id}"),
                     None if client.is_stateless() => " (stateless)".to_owned(),
+                    None if client.is_legacy_sse() => " (HTTP+SSE)".to_owned(),
                     None => " (sessionless)".to_owned(),
                 }
             ));

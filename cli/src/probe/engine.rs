@@ -279,6 +279,7 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
         retry_ms: None,
         id_scheme: IdScheme::None,
         tool: tool.clone(),
+        legacy_sse: session_client.as_ref().is_some_and(Client::is_legacy_sse),
     };
     // A task server: does a task's result read again after a cut read?
     let task_client = match tasks {
@@ -290,7 +291,23 @@ async fn run(url: &str, config: &ProbeConfig) -> Result<Report, ProbeError> {
         info.task_reread = Some(task_reread(client, &tool, &config.args).await);
     }
     let mut rounds = Vec::new();
-    if let Some(client) = session_client {
+    if let Some(client) = session_client.as_ref().filter(|c| c.is_legacy_sse()) {
+        // One stream for the whole session, no resumption: nothing to cut and resume. The tool
+        // is called once, to show the transport carries it.
+        client
+            .call_tool(&tool, config.args.clone(), Retry::Never)
+            .await?;
+        info.protocol_version = client.protocol_version();
+        rounds = vec![Round {
+            cut: CutAt::MidEvent,
+            behaviour: Behaviour::NoIds,
+            evidence: "the 2024-11-05 HTTP+SSE transport: every answer comes on the session's one \
+                       event stream, which has no resumption; a cut ends the session"
+                .to_owned(),
+            limit: None,
+        }];
+        let _ = client.clone().close().await;
+    } else if let Some(client) = session_client {
         let path = cut_rounds(&client, &tool, config, limits).await?;
         info.protocol_version = client.protocol_version();
         info.session = client.session_id().is_some();

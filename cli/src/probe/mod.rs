@@ -10,7 +10,9 @@ mod watch;
 
 use engine::{ProbeConfig, Report, Round, TaskReread, probe};
 
-use crate::client_args::{Connection, client_config, seconds};
+use ssegate::client::TransportStrategy;
+
+use crate::client_args::{Connection, client_config, seconds, transport_parser};
 
 /// Probe a live MCP server's resumption behaviour: initialize, list tools, call a tool, cut the
 /// connection in the middle of its largest event and (second round) at the event boundary before
@@ -56,6 +58,12 @@ pub(crate) struct ProbeArgs {
     /// Most events read on one connection.
     #[arg(long, value_name = "EVENTS", default_value_t = engine::DEFAULT_MAX_EVENTS)]
     max_events: u64,
+    /// The HTTP transport: `http-first` (Streamable HTTP, then the 2024-11-05 HTTP+SSE transport
+    /// when `initialize` is answered 400, 404 or 405), `sse-first`, `http-only` or `sse-only`. The
+    /// report names the transport found; HTTP+SSE has no resumption, so it gets no cut rounds.
+    #[arg(long, value_name = "STRATEGY", default_value = TransportStrategy::default().as_str(),
+          value_parser = transport_parser())]
+    transport: TransportStrategy,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -68,6 +76,7 @@ fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
         args.cacert.as_deref(),
         &args.connection,
     )?;
+    client.transport(args.transport);
     client
         .stream_mut()
         .replay_timeout(Duration::from_millis(args.replay_timeout_ms));
@@ -102,6 +111,7 @@ fn print_text(report: &Report) {
         s.protocol_versions.join(", "),
         s.tasks.as_str()
     );
+    println!("transport {}", s.transport_name());
     println!(
         "server    protocol {} | session {} | priming {} | retry {} | ids {} | tool {}",
         s.protocol_version.as_deref().unwrap_or("?"),

@@ -270,6 +270,29 @@ pub(crate) struct ServerInfo {
     pub(crate) id_scheme: IdScheme,
     /// The tool the probe called.
     pub(crate) tool: String,
+    /// Whether the 2025-era session was on the 2024-11-05 HTTP+SSE transport (else Streamable
+    /// HTTP).
+    pub(crate) legacy_sse: bool,
+}
+
+impl ServerInfo {
+    /// The transport's word in the JSON report: `streamable-http` or `sse`.
+    pub(crate) fn transport_word(&self) -> &'static str {
+        if self.legacy_sse {
+            "sse"
+        } else {
+            "streamable-http"
+        }
+    }
+
+    /// The transport, in words.
+    pub(crate) fn transport_name(&self) -> &'static str {
+        if self.legacy_sse {
+            "HTTP+SSE (2024-11-05)"
+        } else {
+            "Streamable HTTP"
+        }
+    }
 }
 
 /// The cut rounds on one protocol version.
@@ -343,6 +366,13 @@ impl Report {
 
     /// The advice for the 2025-era rounds.
     pub(crate) fn session_advice(&self) -> String {
+        if self.server.legacy_sse {
+            return "the 2024-11-05 HTTP+SSE transport has no resumption: a cut stream ends the \
+                    session and loses every request in flight (a guarded client re-issues only \
+                    calls that are safe to repeat and reports the others as outcome unknown); \
+                    serve Streamable HTTP with a replay buffer"
+                .to_owned();
+        }
         if self.resumable() {
             return "resume in place with Last-Event-ID; discard a partial event before the replay and drop \
                     exact replays (ssegate's guard does both)"
@@ -395,6 +425,7 @@ impl Report {
                     _ => None,
                 },
                 "protocolVersion": self.server.protocol_version,
+                "transport": self.server.transport_word(),
                 "session": self.server.session,
                 "priming": self.server.priming,
                 "retryMs": self.server.retry_ms,

@@ -77,7 +77,7 @@
 pub mod balancer;
 mod stateless;
 pub mod tasks;
-mod tools;
+pub(crate) mod tools;
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
