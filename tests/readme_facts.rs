@@ -156,6 +156,7 @@ fn published() -> Vec<Manifest> {
         library(),
         manifest("cli/Cargo.toml"),
         manifest("testkit/Cargo.toml"),
+        manifest("rng/Cargo.toml"),
     ]
 }
 
