@@ -156,6 +156,7 @@ fn published() -> Vec<Manifest> {
         library(),
         manifest("cli/Cargo.toml"),
         manifest("testkit/Cargo.toml"),
+        manifest("rng/Cargo.toml"),
     ]
 }
 
@@ -365,17 +366,32 @@ fn feature_names_in_the_docs_exist() {
                 rest = &rest[i + "--features".len()..];
                 let list = rest.trim_start_matches(['=', ' ']);
                 let list = list.split_whitespace().next().unwrap_or("");
-                let list = list.trim_matches(|c: char| "`'\"".contains(c));
+                // Up to a closing quote or backtick (`--features demo`, in prose).
+                let quote = |c: char| "`'\"".contains(c);
+                let list = list
+                    .trim_start_matches(quote)
+                    .split(quote)
+                    .next()
+                    .unwrap_or("");
                 names.extend(list.split(',').filter(|s| !s.is_empty()).map(str::to_owned));
             }
-            // `-p ssegate-testkit --features ...` names that member's features.
+            // `-p ssegate-testkit --features ...` names that member's features; a line that names
+            // the command's crate (`cargo install ssegate-cli --features demo`), and every line of
+            // the command's own docs (cli/), may name the command's features too.
             let features = manifests
                 .iter()
                 .find(|m| line.contains(&format!("-p {} ", m.name)) && m.name != lib.name)
                 .map_or(&lib.features, |m| &m.features);
+            let cli = manifests
+                .iter()
+                .find(|m| m.name == "ssegate-cli")
+                .expect("the command's manifest");
+            let command_features =
+                (line.contains("ssegate-cli") || path.starts_with("cli/")).then_some(&cli.features);
             for name in names {
                 checked += 1;
-                if !features.contains(&name) {
+                if !features.contains(&name) && !command_features.is_some_and(|f| f.contains(&name))
+                {
                     wrong.push(format!("{path}:{}: feature `{name}`", n + 1));
                 }
             }
@@ -409,7 +425,14 @@ fn install_lines_name_real_crates_versions_and_features() {
                 let Some(i) = line.find(command) else {
                     continue;
                 };
-                let words: Vec<&str> = line[i + command.len()..].split_whitespace().collect();
+                // In prose, the command is inline code: it ends at the closing backtick.
+                let tail = &line[i + command.len()..];
+                let tail = if line[..i].ends_with('`') {
+                    tail.split('`').next().unwrap_or(tail)
+                } else {
+                    tail
+                };
+                let words: Vec<&str> = tail.split_whitespace().collect();
                 let mut crates = Vec::new();
                 let mut version = None;
                 let mut features = Vec::new();
@@ -438,7 +461,7 @@ fn install_lines_name_real_crates_versions_and_features() {
                         }
                     }
                 }
-                if line[i + command.len()..].contains("--path") {
+                if tail.contains("--path") {
                     continue;
                 }
                 for name in &crates {

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use ssegate_testkit::rng::SplitMix64;
+use ssegate_rng::SplitMix64;
 
 /// How to cut the input into chunks before feeding it.
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -14,6 +14,7 @@ mod demo;
 mod events;
 mod gate;
 mod input;
+mod platform;
 mod probe;
 
 #[global_allocator]
@@ -39,6 +40,7 @@ enum Command {
     /// Report on a captured MCP SSE response: each event's verdict and the guard's decision.
     Check(check::CheckArgs),
     /// Reproduce the resumption failure on loopback and show the guard preventing it.
+    #[cfg_attr(not(feature = "demo"), command(about = demo::ABOUT_ABSENT, long_about = None))]
     Demo(demo::DemoArgs),
     /// Probe a live MCP server: how it behaves when a stream is cut and resumed.
     Probe(probe::ProbeArgs),

@@ -73,7 +73,7 @@ use ssegate::guard::{
 use ssegate::message::RpcId;
 use ssegate::sse::{DecodeError, Decoder, DecoderConfig};
 
-use crate::rng::SplitMix64;
+use ssegate_rng::SplitMix64;
 
 /// Reads choices from raw bytes; zeros once exhausted.
 struct Bits<'a> {

@@ -18,10 +18,3 @@ pub mod fuzz;
 pub mod guard_model;
 pub mod redis_server;
 pub mod sse_reference;
-
-/// SplitMix64, the guard model's id generator: the test kit's own source file, compiled here too
-/// (this crate does not depend on the test kit, whose tests depend on this crate), so one seed
-/// draws one sequence everywhere.
-#[path = "../../testkit/src/rng.rs"]
-#[allow(dead_code)] // `below`, `new`: what the test kit uses and the model does not.
-mod rng;

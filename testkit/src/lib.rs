@@ -33,6 +33,8 @@ pub use http1::WireError;
 pub mod interop;
 pub mod legacy;
 pub mod proxy;
-pub mod rng;
+/// SplitMix64, the seeded generator behind every seed the kit and the command take: the
+/// [`ssegate-rng`](ssegate_rng) crate, re-exported.
+pub use ssegate_rng as rng;
 pub mod server;
 pub mod tls;

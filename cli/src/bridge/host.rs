@@ -5,7 +5,6 @@
 //! slow to read blocks no call. Everything written to stdout is one JSON-RPC message per line.
 
 use std::io::{BufWriter, Read, Write};
-use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -179,8 +178,7 @@ impl Out {
 /// Writes every message until the channel closes; flushes whenever no message is waiting.
 fn write_all(rx: &mut mpsc::UnboundedReceiver<Write_>) -> std::io::Result<()> {
     // stdout's own handle is line-buffered; the bridge buffers (and flushes) itself.
-    let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
-    let mut out = BufWriter::with_capacity(64 << 10, std::fs::File::from(fd));
+    let mut out = BufWriter::with_capacity(64 << 10, crate::platform::stdout_file()?);
     let mut flushed = Vec::new();
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);

@@ -59,8 +59,9 @@ names what happened):
 `data.refusal` names why the engine refused the stream, when it did. A call that ran as a task
 and failed is answered with the server's own error, `data.kind` {task_failed}.
 
-Exit status: 0 at the end of stdin, SIGTERM or SIGINT (calls in flight cancelled, the session
-ended with DELETE); 1 when stdout is closed; 2 for a bad flag or value.",
+Exit status: 0 at the end of stdin, SIGTERM or SIGINT (Ctrl-C or Ctrl-Break on Windows) (calls
+in flight cancelled, the session ended with DELETE); 1 when stdout is closed; 2 for a bad flag or
+value.",
         table = errors::code_table(),
         parse = jsonrpc::PARSE_ERROR,
         invalid = jsonrpc::INVALID_REQUEST,
@@ -556,23 +557,17 @@ enum Answer {
 const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
 
 /// Runs the bridge again in this process with [`PURGE_DELAY`] set to 0 (the allocator reads its
-/// settings before `main`), unless it is set already; if that fails, goes on as it is.
+/// settings before `main`), unless it is set already; if that fails, goes on as it is. Unix only:
+/// on Windows the bridge runs with the allocator's default delay unless the host's environment
+/// sets it (`crate::platform::reexec_with_env`).
 fn purge_at_once() {
-    use std::os::unix::process::CommandExt;
-
     if std::env::var_os(PURGE_DELAY).is_some() {
         return;
     }
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    let mut args = std::env::args_os();
-    let mut command = std::process::Command::new(exe);
-    if let Some(arg0) = args.next() {
-        command.arg0(arg0);
+    let error = crate::platform::reexec_with_env(PURGE_DELAY, "0");
+    if error.kind() != std::io::ErrorKind::Unsupported {
+        note(&format!("running on without {PURGE_DELAY}=0: {error}"));
     }
-    let error = command.args(args).env(PURGE_DELAY, "0").exec();
-    note(&format!("running on without {PURGE_DELAY}=0: {error}"));
 }
 
 pub(crate) fn run(args: BridgeArgs) -> ExitCode {
@@ -615,8 +610,7 @@ async fn serve(args: BridgeArgs) -> i32 {
     });
     bridge.upstream.attach(Arc::downgrade(&bridge));
     let mut lines = host::read_stdin(bridge.args.max_line);
-    let mut term = signal(tokio::signal::unix::SignalKind::terminate());
-    let mut int = signal(tokio::signal::unix::SignalKind::interrupt());
+    let mut shutdown = crate::platform::Shutdown::listen();
     let status = loop {
         tokio::select! {
             line = lines.recv() => match line {
@@ -634,8 +628,7 @@ async fn serve(args: BridgeArgs) -> i32 {
                 }
                 None => break 0,
             },
-            _ = recv(&mut term) => break 0,
-            _ = recv(&mut int) => break 0,
+            () = shutdown.recv() => break 0,
             () = broken.notified() => break 1,
         }
     };
@@ -643,19 +636,6 @@ async fn serve(args: BridgeArgs) -> i32 {
     // What is written is flushed (briefly: a host that stopped reading is not waited for).
     bridge.out.flush(Duration::from_millis(200)).await;
     status
-}
-
-fn signal(kind: tokio::signal::unix::SignalKind) -> Option<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(kind).ok()
-}
-
-async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
-    match signal {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,11 @@
 //! SplitMix64, the one seeded generator of ssegate's tools and tests: the demo's cut plans, the
-//! fault proxy's random cuts, the `big_result` prose, `ssegate events --split-random SEED` and the
-//! guard model's server ids (`ssegate-oracles`, which compiles this file as its own: it does not
-//! depend on this crate). Its sequences are part of what a seed reproduces, so it must not change.
+//! fault proxy's random cuts, the `big_result` prose (`ssegate-testkit`, which re-exports this
+//! crate as `ssegate_testkit::rng`), `ssegate events --split-random SEED` (`ssegate-cli`) and the
+//! guard model's server ids (the unpublished `ssegate-oracles`). One crate, no dependencies, so
+//! each of them draws the same sequence from the same seed. Its sequences are part of what a seed
+//! reproduces, so they must not change.
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations)]
 
 /// SplitMix64 (Steele, Lea and Flood): the state advances by the golden gamma, and each output is
 /// the state mixed. The field is the state: a generator made from a seed is `SplitMix64(seed)`,
