@@ -88,9 +88,7 @@ class Kit:
 class Bridge:
     def __init__(self, command: list[str], url: str) -> None:
         self.argv = [*command, "bridge", url]
-        self.proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.messages: queue.Queue[Any] = queue.Queue()
         self.stderr = b""
         threading.Thread(target=self._read, daemon=True).start()
