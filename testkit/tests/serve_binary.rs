@@ -367,3 +367,42 @@ fn help_and_bad_command_lines() {
             .starts_with("ssegate-testkit ")
     );
 }
+
+#[test]
+fn upstream_puts_the_proxy_in_front_of_another_server() {
+    let mut upstream = Kit::start(&["--mode", "stateless"]);
+    let target = authority(upstream.url()).to_owned();
+    let mut kit = Kit::start(&["--upstream", &target]);
+    assert_eq!(kit.url(), kit.hello["proxy"].as_str().unwrap());
+    let url = kit.url().to_owned();
+    runtime().block_on(async {
+        let client = Client::connect(&url, client_config()).await.unwrap();
+        let response = client
+            .call_tool(
+                "big_result",
+                json!({"size": 20_000, "seed": 5}),
+                Retry::Never,
+            )
+            .await
+            .unwrap();
+        text_of(&response);
+    });
+    // The call went through this proxy to the other kit's server, not to this kit's own.
+    assert_eq!(upstream.ask("stats")["calls"], 1);
+    assert_eq!(kit.ask("stats")["calls"], 0);
+    assert!(kit.ask("proxy-stats")["bytes_down"].as_u64().unwrap() > 20_000);
+    assert_eq!(kit.ask("quit"), json!({"stopped": true}));
+    assert_eq!(upstream.ask("quit"), json!({"stopped": true}));
+    for args in [
+        &["serve", "--upstream", "nowhere"][..],
+        &["serve", "--upstream", "127.0.0.1:9", "--auth"],
+    ] {
+        let out = Command::new(BINARY)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}: says why on stderr");
+    }
+}

@@ -129,6 +129,11 @@ Server options (the defaults are ServerConfig's):
 Proxy options:
   --proxy                      Start the fault proxy in front of the server (`url` is then its)
   --accept-delay-ms MS         After a cut, hold the proxy's next connection this long [0]
+  --upstream HOST:PORT         Implies --proxy: the proxy forwards to this address (another MCP
+                               server, e.g. an SDK's) instead of the kit's server; `url` is then
+                               the proxy's `/mcp` (the upstream must serve that path), and the
+                               server commands (stats, expected) still describe the kit's own
+                               server, which nothing reaches through the proxy. Not with --auth
 
 Authorization options (each implies --auth; the defaults are AuthServerConfig's and
 ProtectedConfig's):
@@ -219,6 +224,7 @@ const VALUE_OPTIONS: &[&str] = &[
     "--max-tasks",
     "--task-failure",
     "--accept-delay-ms",
+    "--upstream",
     "--auth-token-ttl-ms",
     "--auth-refresh-max-uses",
     "--auth-pkce",
@@ -261,6 +267,8 @@ struct Options {
     proxy: Option<ProxyConfig>,
     /// `Some` with `--auth` or any `--auth-*` option.
     auth: Option<AuthOptions>,
+    /// `Some` with `--upstream`: where the proxy forwards instead of the kit's server.
+    upstream: Option<SocketAddr>,
     max_result_size: usize,
 }
 
@@ -278,6 +286,7 @@ impl Options {
         let mut replay: Option<BufferConfig> = None;
         let mut proxy = false;
         let mut accept_delay = Duration::ZERO;
+        let mut upstream: Option<SocketAddr> = None;
         let mut max_result_size = 64 << 20;
         let mut auth = false;
         let mut auth_server = AuthServerConfig::default();
@@ -452,6 +461,14 @@ impl Options {
                     server.task_failure(Some((code, message.to_owned())));
                 }
                 "--accept-delay-ms" => accept_delay = millis(name, v)?,
+                "--upstream" => {
+                    let addr = std::net::ToSocketAddrs::to_socket_addrs(v)
+                        .map_err(|e| format!("{name} {v:?}: expected HOST:PORT ({e})"))?
+                        .next()
+                        .ok_or_else(|| format!("{name} {v:?}: resolves to no address"))?;
+                    upstream = Some(addr);
+                    proxy = true;
+                }
                 "--auth-token-ttl-ms" => {
                     auth_server.access_token_ttl(millis(name, v)?);
                 }
@@ -546,6 +563,9 @@ impl Options {
         if let Some(replay) = replay {
             server.replay(replay);
         }
+        if upstream.is_some() && auth {
+            return Err("--upstream cannot be combined with --auth".to_owned());
+        }
         let proxy = proxy.then(|| {
             let mut config = ProxyConfig::default();
             config.accept_delay(accept_delay);
@@ -576,6 +596,7 @@ impl Options {
             server,
             proxy,
             auth,
+            upstream,
             max_result_size,
         })
     }
@@ -630,7 +651,9 @@ fn serve(options: Options) -> ExitCode {
             }
             None => None,
         };
-        let front = auth.as_ref().map_or(server.addr(), |a| a.protected.addr());
+        let front = options
+            .upstream
+            .unwrap_or_else(|| auth.as_ref().map_or(server.addr(), |a| a.protected.addr()));
         let proxy = match &options.proxy {
             Some(config) => Some(config.start(front).await?),
             None => None,
