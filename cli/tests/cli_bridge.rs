@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use ssegate_testkit::server::{RunningServer, ServerConfig, ServerMode, expected_result};
 
-use common::host::Host;
+use common::host::{Host, tool_names};
 use common::{cut_once, proxy, runtime};
 
 // The oracles: the wire contract's codes (`ssegate::contract`), stated here independently.
@@ -81,13 +81,10 @@ fn a_2025_host_gets_its_version_a_4_mib_result_progress_and_two_calls_in_flight(
     assert_eq!(error["error"]["code"], -32700);
 
     let tools = host.request(json!("list"), "tools/list", json!({}));
-    let names: Vec<_> = tools["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(names.contains(&"big_result"), "{tools}");
+    assert!(
+        tool_names(&tools).contains(&"big_result".to_owned()),
+        "{tools}"
+    );
 
     // A 4 MiB result, with progress (the host's token), exactly as the server wrote it.
     let size = 4 << 20;

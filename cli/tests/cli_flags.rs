@@ -8,11 +8,11 @@ mod common;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use ssegate_testkit::server::{RunningServer, ServerConfig, ServerMode};
 
 use common::forward::ForwardProxy;
-use common::host::Host;
+use common::host::{Host, tool_names};
 use common::{call_with_env, runtime};
 
 // The oracle: JSON-RPC's code for invalid params, stated here independently.
@@ -24,15 +24,6 @@ fn server(rt: &tokio::runtime::Runtime) -> RunningServer {
         sc.mode(ServerMode::Buffered).retry_ms(5);
         sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
     })
-}
-
-fn tool_names(response: &Value) -> Vec<String> {
-    response["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools: {response}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// A bridge started with `args` that must exit 2 at once, before reading its host: its stderr.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use ssegate_testkit::legacy::{LegacyConfig, RunningLegacyServer};
 use ssegate_testkit::server::{DEFAULT_SEED, ServerConfig, expected_result};
 
-use common::host::Host;
+use common::host::{Host, tool_names};
 use common::{call, runtime, ssegate};
 
 // The oracle: the wire contract's code (`ssegate::contract`), stated here independently.
@@ -43,13 +43,10 @@ fn the_bridge_finds_http_sse_with_no_flag_and_serves_a_host() {
         "{init}"
     );
     let tools = host.request(json!("list"), "tools/list", json!({}));
-    let names: Vec<_> = tools["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(names.contains(&"big_result"), "{tools}");
+    assert!(
+        tool_names(&tools).contains(&"big_result".to_owned()),
+        "{tools}"
+    );
     let size = 4 << 20;
     let response = host.request(
         json!(7),

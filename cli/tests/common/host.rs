@@ -218,3 +218,13 @@ impl Drop for Host {
         let _ = self.child.wait();
     }
 }
+
+/// The names of a `tools/list` response's tools (panics, showing the response, when it has none).
+pub fn tool_names(response: &Value) -> Vec<String> {
+    response["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {response}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
