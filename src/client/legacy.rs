@@ -27,6 +27,7 @@ use super::{Client, ClientError, Inner, ProtocolError, Session};
 use crate::guard::{Refusal, RefusalKind};
 use crate::message::{Message, RpcId, RpcKind};
 use crate::resume::{self, EndCause, Failure, Output, ResumableStream};
+use crate::sse::Decoder;
 
 /// Server requests of one session handled at once; past it the reader waits (and reads no more)
 /// until one is answered.
@@ -249,88 +250,67 @@ pub(super) struct Opened {
 }
 
 /// Reads the stream's first `endpoint` event (at most `max` bytes of stream before it is
-/// complete): its data, and the bytes read past it.
+/// complete) with the crate's SSE decoder: its data, and the bytes read past it (the session's
+/// stream goes on from there).
 async fn read_endpoint(body: &mut Body, max: usize) -> Result<(String, Bytes), ClientError> {
-    let mut buf: Vec<u8> = Vec::new();
-    let mut pos = 0;
-    // Bytes dropped from the front of `buf` (read and done with).
-    let mut done = 0;
-    let mut event = Vec::new();
-    let mut data: Option<Vec<u8>> = None;
-    let mut first = true;
+    let too_far = || {
+        ClientError::Protocol(ProtocolError::NoEndpoint(format!(
+            "no endpoint event in the first {max} bytes"
+        )))
+    };
+    let mut decoder = Decoder::new();
+    // What was fed, kept to hand the bytes past the endpoint event on (at most `max` + a chunk).
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut fed = 0u64;
     loop {
-        // Every complete line in `buf[pos..]`.
-        while let Some(eol) = buf[pos..].iter().position(|&b| b == b'\n' || b == b'\r') {
-            let end = pos + eol;
-            // A `\r` last in the buffer may be the start of `\r\n`: wait for the next byte.
-            if buf[end] == b'\r' && end + 1 == buf.len() {
-                break;
-            }
-            let next = if buf[end] == b'\r' && buf[end + 1] == b'\n' {
-                end + 2
-            } else {
-                end + 1
-            };
-            let mut line = &buf[pos..end];
-            if first {
-                line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
-                first = false;
-            }
-            pos = next;
-            if line.is_empty() {
-                if event == b"endpoint" {
-                    if done + pos > max {
-                        break;
-                    }
-                    let data = data.take().unwrap_or_default();
-                    let text = String::from_utf8(data).map_err(|_| {
-                        ClientError::Protocol(ProtocolError::NoEndpoint(
-                            "the endpoint event's data is not UTF-8".to_owned(),
-                        ))
-                    })?;
-                    return Ok((text, Bytes::copy_from_slice(&buf[pos..])));
-                }
-                if data.is_some() {
-                    debug!("an event before the endpoint event: ignored");
-                }
-                event.clear();
-                data = None;
+        // A limit error is skipped: the decoder has resynchronised, and `max` bounds the wait.
+        while let Some(event) = decoder.next_event() {
+            let Ok(event) = event else { continue };
+            if event.event.as_deref() != Some(b"endpoint".as_slice()) {
+                debug!("an event before the endpoint event: ignored");
                 continue;
             }
-            if line[0] == b':' {
-                continue;
-            }
-            let (name, value) = match line.iter().position(|&b| b == b':') {
-                Some(at) => {
-                    let value = &line[at + 1..];
-                    (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
-                }
-                None => (line, &[][..]),
-            };
-            match name {
-                b"event" => event = value.to_vec(),
-                b"data" => match &mut data {
-                    Some(d) => {
-                        d.push(b'\n');
-                        d.extend_from_slice(value);
+            let mut end = decoder.offset();
+            // The decoder dispatches at a CR; the LF of a CRLF belongs to this event too.
+            if end > 0 && byte_at(&chunks, end - 1) == Some(b'\r') {
+                if fed == end {
+                    match body.next().await {
+                        Some(Ok(chunk)) => chunks.push(chunk),
+                        Some(Err(e)) => return Err(e),
+                        None => {}
                     }
-                    None => data = Some(value.to_vec()),
-                },
-                _ => {}
+                }
+                if byte_at(&chunks, end) == Some(b'\n') {
+                    end += 1;
+                }
             }
+            if end > max as u64 {
+                return Err(too_far());
+            }
+            let text = String::from_utf8(event.data.contiguous().to_vec()).map_err(|_| {
+                ClientError::Protocol(ProtocolError::NoEndpoint(
+                    "the endpoint event's data is not UTF-8".to_owned(),
+                ))
+            })?;
+            let mut rest = Vec::new();
+            let mut base = 0u64;
+            for chunk in &chunks {
+                let len = chunk.len() as u64;
+                if base + len > end {
+                    rest.extend_from_slice(&chunk[end.saturating_sub(base) as usize..]);
+                }
+                base += len;
+            }
+            return Ok((text, Bytes::from(rest)));
         }
-        if done + buf.len() > max {
-            return Err(ClientError::Protocol(ProtocolError::NoEndpoint(format!(
-                "no endpoint event in the first {max} bytes"
-            ))));
+        if fed > max as u64 {
+            return Err(too_far());
         }
         match body.next().await {
             Some(Ok(chunk)) => {
-                // Keep only what is still to be read.
-                buf.drain(..pos);
-                done += pos;
-                pos = 0;
-                buf.extend_from_slice(&chunk);
+                fed += chunk.len() as u64;
+                chunks.push(chunk.clone());
+                decoder.feed(chunk);
             }
             Some(Err(e)) => return Err(e),
             None => {
@@ -340,6 +320,19 @@ async fn read_endpoint(body: &mut Body, max: usize) -> Result<(String, Bytes), C
             }
         }
     }
+}
+
+/// The byte at stream offset `at` of `chunks` (fed in order from offset 0).
+fn byte_at(chunks: &[Bytes], at: u64) -> Option<u8> {
+    let mut base = 0u64;
+    for chunk in chunks {
+        let len = chunk.len() as u64;
+        if at < base + len {
+            return Some(chunk[(at - base) as usize]);
+        }
+        base += len;
+    }
+    None
 }
 
 /// Now, on the clock tokio's timers use.
