@@ -969,6 +969,7 @@ mod tests {
                 "--auth-scopes" => "mcp admin",
                 "--auth-tool-scope" => "big_result=admin",
                 "--auth-metadata-at" => "root",
+                "--upstream" => "127.0.0.1:9",
                 _ => "1_000",
             };
             parse(&[name, value]).unwrap_or_else(|e| panic!("{name} {value}: {e}"));
