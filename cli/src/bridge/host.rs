@@ -1,8 +1,11 @@
-//! The host's side: newline-delimited JSON-RPC on stdin and stdout (the MCP stdio transport).
+//! The host's side, a message transport ([`HostTransport`]): what the host sends arrives as
+//! lines ([`Incoming`]), what the bridge writes goes out through [`Out`], one JSON-RPC message per
+//! line.
 //!
-//! stdin is read on a thread of its own into lines of at most `max_line` bytes (a longer line is
-//! reported by its length and never held); stdout is written by a thread of its own, so a host
-//! slow to read blocks no call. Everything written to stdout is one JSON-RPC message per line.
+//! [`Stdio`] is the MCP stdio transport: stdin is read on a thread of its own into lines of at most
+//! `max_line` bytes (a longer line is reported by its length and never held); stdout is written by a
+//! thread of its own, so a host slow to read blocks no call. The tests' host is an in-memory duplex
+//! (`Duplex`), through the same line reader and line writer.
 
 use std::io::{BufWriter, Read, Write};
 use std::sync::Arc;
@@ -11,7 +14,38 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
-/// What the stdin thread read.
+/// A host transport: started once, it gives the relay the host's lines and a writer to the host.
+pub(super) trait HostTransport {
+    /// Starts moving messages; lines over `max_line` bytes are reported by their length.
+    fn open(self, max_line: usize) -> HostLink;
+}
+
+/// A started host transport.
+pub(super) struct HostLink {
+    /// The host's lines; closed at the end of its input.
+    pub(super) incoming: mpsc::Receiver<Incoming>,
+    /// The writer to the host.
+    pub(super) out: Out,
+    /// Notified when the host can no longer be written to.
+    pub(super) broken: Arc<Notify>,
+}
+
+/// The MCP stdio transport: newline-delimited JSON-RPC on stdin and stdout.
+pub(super) struct Stdio;
+
+impl HostTransport for Stdio {
+    fn open(self, max_line: usize) -> HostLink {
+        let broken = Arc::new(Notify::new());
+        HostLink {
+            incoming: read_stdin(max_line),
+            out: Out::start(broken.clone()),
+            broken,
+        }
+    }
+}
+
+/// What the host sent.
+#[derive(Debug)]
 pub(super) enum Incoming {
     /// One line, without its line break (and without a `\r` before it).
     Line(Vec<u8>),
@@ -20,7 +54,7 @@ pub(super) enum Incoming {
 }
 
 /// Starts the thread reading stdin; the channel closes at end of input (or a read error).
-pub(super) fn read_stdin(max_line: usize) -> mpsc::Receiver<Incoming> {
+fn read_stdin(max_line: usize) -> mpsc::Receiver<Incoming> {
     let (tx, rx) = mpsc::channel(64);
     std::thread::Builder::new()
         .name("ssegate-stdin".into())
@@ -121,7 +155,7 @@ impl LineReader {
     }
 }
 
-/// What the stdout thread is asked to do.
+/// What the writer is asked to do.
 enum Write_ {
     /// Write one message, as its parts, on one line.
     Line(Vec<Bytes>),
@@ -137,7 +171,7 @@ pub(super) struct Out {
 
 impl Out {
     /// Starts the thread writing stdout; `broken` is notified when stdout cannot be written.
-    pub(super) fn start(broken: Arc<Notify>) -> Out {
+    fn start(broken: Arc<Notify>) -> Out {
         let (tx, mut rx) = mpsc::unbounded_channel::<Write_>();
         std::thread::Builder::new()
             .name("ssegate-stdout".into())
@@ -209,6 +243,84 @@ pub(super) fn write_line(out: &mut impl Write, parts: &[Bytes]) -> std::io::Resu
         out.write_all(rest)?;
     }
     out.write_all(b"\n")
+}
+
+/// The tests' host transport: lines in and out through channels, in this process.
+#[cfg(test)]
+pub(super) struct Duplex {
+    input: mpsc::UnboundedReceiver<Vec<u8>>,
+    output: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+/// The host's end of a [`Duplex`].
+#[cfg(test)]
+pub(super) struct DuplexHost {
+    /// Bytes the host sends (any chunking; closed: the end of input).
+    pub(super) input: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Each line written to the host, without its line break (dropped: the host stopped reading).
+    pub(super) output: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+#[cfg(test)]
+impl Duplex {
+    pub(super) fn new() -> (Duplex, DuplexHost) {
+        let (input_tx, input) = mpsc::unbounded_channel();
+        let (output, output_rx) = mpsc::unbounded_channel();
+        let host = DuplexHost {
+            input: Some(input_tx),
+            output: output_rx,
+        };
+        (Duplex { input, output }, host)
+    }
+}
+
+#[cfg(test)]
+impl HostTransport for Duplex {
+    fn open(self, max_line: usize) -> HostLink {
+        let Duplex { mut input, output } = self;
+        let (tx, incoming) = mpsc::channel(64);
+        tokio::spawn(async move {
+            let mut lines = LineReader::new(max_line);
+            while let Some(bytes) = input.recv().await {
+                let mut items = Vec::new();
+                lines.push(&bytes, |item| items.push(item));
+                for item in items {
+                    if tx.send(item).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            if let Some(item) = lines.finish() {
+                let _ = tx.send(item).await;
+            }
+        });
+        let broken = Arc::new(Notify::new());
+        let (out_tx, mut rx) = mpsc::unbounded_channel::<Write_>();
+        let notify = broken.clone();
+        tokio::spawn(async move {
+            while let Some(item) = rx.recv().await {
+                match item {
+                    Write_::Line(parts) => {
+                        let mut line = Vec::new();
+                        write_line(&mut line, &parts).expect("a Vec takes every write");
+                        line.pop();
+                        if output.send(line).is_err() {
+                            notify.notify_one();
+                            return;
+                        }
+                    }
+                    Write_::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        HostLink {
+            incoming,
+            out: Out { tx: out_tx },
+            broken,
+        }
+    }
 }
 
 #[cfg(test)]

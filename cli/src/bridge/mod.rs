@@ -11,18 +11,27 @@
 //! When the server gives no answer of its own, the bridge answers with the error of
 //! [`ssegate::contract`]: its code, `message`, `data.kind`, `data.outcome` and `data.refusal`, as
 //! the client's error says ([`errors`]); `--help` prints the codes from the same contract.
+//!
+//! The bridge is [`relay`]: a function of its settings ([`BridgeConfig`], made from the command
+//! line by [`BridgeArgs::config`]), the host's message transport ([`host::HostTransport`]: stdin and
+//! stdout, or in tests an in-memory duplex) and the server's (the guarded client, [`upstream`]).
+//! One loop reads the host's lines and owns the table of what is under way ([`pending`]): each
+//! host request is answered by a task of its own, whose answer the loop writes only if the request
+//! is still under way; each server request is asked of the host under an id the loop gives it.
 
+mod config;
 mod errors;
 mod host;
 mod ignore;
+mod pending;
 mod subscriptions;
 mod upstream;
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -35,12 +44,14 @@ use ssegate::contract::{
 };
 use ssegate::message::Message;
 use ssegate::sse::DecodeError;
-use tokio::sync::{Notify, oneshot};
-use tokio::task::AbortHandle;
+use tokio::sync::mpsc;
 
 use crate::client_args::{AuthFlags, Remote, RetryArg, TasksArg, seconds};
+use config::BridgeConfig;
+use config::DEFAULT_MAX_LINE;
 use errors::Error;
-use host::{Incoming, Out};
+use host::{HostLink, HostTransport, Incoming, Out};
+use pending::{Pending, Reply};
 use upstream::Upstream;
 
 /// What `ssegate bridge --help` says after the options: the error codes from the contract.
@@ -111,9 +122,6 @@ pub(crate) struct BridgeArgs {
     auth: AuthFlags,
 }
 
-/// The longest line read from the host by default: the client's event limit.
-const DEFAULT_MAX_LINE: usize = contract::DEFAULT_MAX_EVENT;
-
 /// One line on stderr, prefixed, with control characters made spaces.
 pub(crate) fn note(text: &str) {
     let line: String = text
@@ -123,16 +131,12 @@ pub(crate) fn note(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "ssegate bridge: {line}");
 }
 
-/// What the bridge shares between the host's requests.
+/// What the relay's loop and the tasks answering the host's requests share.
 pub(crate) struct Bridge {
-    args: BridgeArgs,
+    verbose: bool,
+    max_line: usize,
     out: Out,
     upstream: Upstream,
-    /// The host's requests under way: the key is the id's JSON text.
-    inflight: Mutex<HashMap<String, AbortHandle>>,
-    /// The bridge's requests to the host (server requests relayed): id to the waiting answer.
-    asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>,
-    next_ask: AtomicU64,
     /// The host's `subscriptions/listen` subscriptions (a 2026-07-28 host).
     subscriptions: subscriptions::Subscriptions,
     /// The host speaks 2026-07-28 (it sent `server/discover`, or a request stamped with a version).
@@ -165,31 +169,54 @@ struct ServerResponse<'a> {
     error: Option<&'a RawValue>,
 }
 
+/// What the relay's loop is told by the tasks and the server's side.
+enum Event {
+    /// The answer to a host request (its parts, to write as one line), unless the request was
+    /// cancelled meanwhile: `key` and `seq` as [`Pending`] knows it.
+    Answered {
+        key: String,
+        seq: u64,
+        parts: Vec<Bytes>,
+    },
+    /// A server request to ask of the host; the host's answer goes to `reply`.
+    Ask {
+        method: String,
+        params: Option<Value>,
+        reply: Reply,
+    },
+}
+
+/// An error answer to the host, as its parts.
+fn error_parts(id: Option<&RawValue>, error: &Error) -> Vec<Bytes> {
+    let id: Value = id
+        .and_then(|id| serde_json::from_str(id.get()).ok())
+        .unwrap_or(Value::Null);
+    let text = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}))
+        .expect("a Value serializes");
+    vec![Bytes::from(text)]
+}
+
+/// A result answer to the host, as its parts.
+fn result_parts(id: &RawValue, result: &Value) -> Vec<Bytes> {
+    let head = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id.get());
+    let body = serde_json::to_vec(result).expect("a Value serializes");
+    vec![
+        Bytes::from(head),
+        Bytes::from(body),
+        Bytes::from_static(b"}"),
+    ]
+}
+
 impl Bridge {
     fn verbose(&self, text: impl FnOnce() -> String) {
-        if self.args.verbose {
+        if self.verbose {
             note(&text());
         }
     }
 
-    /// An error answer to the host.
+    /// An error answer to the host, written now.
     fn error(&self, id: Option<&RawValue>, error: &Error) {
-        let id: Value = id
-            .and_then(|id| serde_json::from_str(id.get()).ok())
-            .unwrap_or(Value::Null);
-        self.out
-            .value(&json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}));
-    }
-
-    /// A result answer to the host.
-    fn result(&self, id: &RawValue, result: &Value) {
-        let head = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id.get());
-        let body = serde_json::to_vec(result).expect("a Value serializes");
-        self.out.send(vec![
-            Bytes::from(head),
-            Bytes::from(body),
-            Bytes::from_static(b"}"),
-        ]);
+        self.out.send(error_parts(id, error));
     }
 
     /// The server's response `message` to the host's request `id`: its `result` or `error` as
@@ -198,11 +225,17 @@ impl Bridge {
     /// A host on 2026-07-28 must see the members that revision requires of a result, which a
     /// 2025-era server never writes: `for_2026` adds them ([`members_2026`]) in front of the
     /// result's own; that takes one parse and, for a response received in pieces, one copy.
-    fn relay_response(&self, id: &RawValue, method: &str, message: &Message, for_2026: bool) {
+    fn response_parts(
+        &self,
+        id: &RawValue,
+        method: &str,
+        message: &Message,
+        for_2026: bool,
+    ) -> Vec<Bytes> {
         // The server's bytes as they arrived, the id swapped: nothing parsed, nothing copied.
         if !for_2026 && let Some(m) = message.with_id(Bytes::copy_from_slice(id.get().as_bytes())) {
             self.verbose(|| format!("{method}: answered, {} bytes", m.len()));
-            return self.out.send(m.data().segments().to_vec());
+            return m.data().segments().to_vec();
         }
         let bytes = message.to_bytes();
         let parsed: Result<ServerResponse<'_>, _> = serde_json::from_slice(&bytes);
@@ -218,7 +251,7 @@ impl Bridge {
                     Outcome::Unknown,
                     "the server's response has neither result nor error",
                 );
-                return self.error(Some(id), &e);
+                return error_parts(Some(id), &e);
             }
         };
         let start = raw.get().as_ptr() as usize - bytes.as_ptr() as usize;
@@ -236,119 +269,34 @@ impl Bridge {
             body = body.slice(1..);
         }
         self.verbose(|| format!("{method}: {member}, {} bytes", body.len()));
-        self.out
-            .send(vec![Bytes::from(head), body, Bytes::from_static(b"}")]);
+        vec![Bytes::from(head), body, Bytes::from_static(b"}")]
     }
 
-    /// One line from the host.
-    fn on_line(self: &Arc<Self>, line: &[u8]) {
-        let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
-        let message: HostMessage = match first {
-            Some(b'{') => match serde_json::from_slice(line) {
-                Ok(m) => m,
-                Err(e) if e.is_syntax() || e.is_eof() => {
-                    return self.error(
-                        None,
-                        &Error::new(jsonrpc::PARSE_ERROR, format!("parse error: {e}")),
-                    );
-                }
-                Err(e) => {
-                    let e = Error::new(
-                        jsonrpc::INVALID_REQUEST,
-                        format!("not a JSON-RPC message: {e}"),
-                    );
-                    return self.error(None, &e);
-                }
-            },
-            _ => {
-                let e = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-                    Err(e) => Error::new(jsonrpc::PARSE_ERROR, format!("parse error: {e}")),
-                    Ok(_) if first == Some(b'[') => Error::new(
-                        jsonrpc::INVALID_REQUEST,
-                        "JSON-RPC batches are not part of MCP's stdio transport",
-                    ),
-                    Ok(_) => Error::new(jsonrpc::INVALID_REQUEST, "not a JSON-RPC message"),
-                };
-                return self.error(None, &e);
-            }
-        };
-        let id = message.id.filter(|id| id.get() != "null");
-        match (message.method, id) {
-            (Some(method), Some(id)) => self.on_request(method, id, message.params),
-            (Some(method), None) => self.on_notification(&method, message.params),
-            (None, Some(id)) => self.on_answer(&id, message.result, message.error),
-            (None, None) => self.error(
-                None,
-                &Error::new(jsonrpc::INVALID_REQUEST, "not a JSON-RPC message"),
-            ),
-        }
-    }
-
-    fn on_request(self: &Arc<Self>, method: String, id: Box<RawValue>, params: Option<Value>) {
-        let key = key_of(&id);
-        if method == method::SERVER_DISCOVER
-            || params
-                .as_ref()
-                .is_some_and(|p| p["_meta"].get(contract::meta::PROTOCOL_VERSION).is_some())
-        {
-            self.host_2026.store(true, Ordering::Relaxed);
-        }
-        if method == "subscriptions/listen" {
-            // Answered here: acknowledged now, open until the host cancels it.
-            let id_value: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
-            let requested = params
-                .as_ref()
-                .map_or(Value::Null, |p| p["notifications"].clone());
-            let ack = self.subscriptions.open(key, id_value, &requested);
-            self.out.value(&ack);
-            return;
-        }
-        let mut inflight = self.inflight.lock().expect("inflight lock");
-        if inflight.contains_key(&key) {
-            drop(inflight);
-            let e = Error::new(
-                jsonrpc::INVALID_REQUEST,
-                format!("request id {key} is already in use"),
-            );
-            return self.error(Some(&id), &e);
-        }
-        let me = self.clone();
-        let task = tokio::spawn(async move {
-            // No `params` (or `null`) goes on as `{}`: JSON-RPC has no `"params": null`, and the
-            // TypeScript SDK's server refuses it (400, a parse error).
-            let params = params.unwrap_or_else(|| json!({}));
-            let answer = me.answer(&method, params).await;
-            // Gone from the map: the host cancelled the request; it gets no answer.
-            if me
-                .inflight
-                .lock()
-                .expect("inflight lock")
-                .remove(&key_of(&id))
-                .is_none()
-            {
-                return;
-            }
-            let host_2026 = me.host_2026.load(Ordering::Relaxed);
-            match answer {
-                Ok(Answer::Local(mut result)) => {
-                    if host_2026 && let Some(obj) = result.as_object_mut() {
-                        for (k, v) in members_2026(&method) {
-                            obj.entry(k).or_insert(v);
-                        }
+    /// The answer to the host's request `id`, as its parts.
+    async fn answer_parts(&self, method: &str, id: &RawValue, params: Option<Value>) -> Vec<Bytes> {
+        // No `params` (or `null`) goes on as `{}`: JSON-RPC has no `"params": null`, and the
+        // TypeScript SDK's server refuses it (400, a parse error).
+        let params = params.unwrap_or_else(|| json!({}));
+        let answer = self.answer(method, params).await;
+        let host_2026 = self.host_2026.load(Ordering::Relaxed);
+        match answer {
+            Ok(Answer::Local(mut result)) => {
+                if host_2026 && let Some(obj) = result.as_object_mut() {
+                    for (k, v) in members_2026(method) {
+                        obj.entry(k).or_insert(v);
                     }
-                    me.result(&id, &result)
                 }
-                Ok(Answer::Server(message)) => {
-                    let for_2026 = host_2026 && !me.upstream.is_stateless().await;
-                    me.relay_response(&id, &method, &message, for_2026)
-                }
-                Err(e) => {
-                    me.verbose(|| format!("{method}: error {}: {}", e.code, e.data[data::REASON]));
-                    me.error(Some(&id), &e)
-                }
+                result_parts(id, &result)
             }
-        });
-        inflight.insert(key, task.abort_handle());
+            Ok(Answer::Server(message)) => {
+                let for_2026 = host_2026 && !self.upstream.is_stateless().await;
+                self.response_parts(id, method, &message, for_2026)
+            }
+            Err(e) => {
+                self.verbose(|| format!("{method}: error {}: {}", e.code, e.data[data::REASON]));
+                error_parts(Some(id), &e)
+            }
+        }
     }
 
     /// The answer to one host request.
@@ -407,8 +355,122 @@ impl Bridge {
             true,
         ))
     }
+}
 
-    fn on_notification(self: &Arc<Self>, method: &str, params: Option<Value>) {
+/// The relay's loop: the host's lines in, the events of the tasks and the server's side, and the
+/// table of what is under way, which nothing else touches.
+struct Relay {
+    bridge: Arc<Bridge>,
+    pending: Pending,
+    /// Given to each task and to the server's side.
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl Relay {
+    /// One line from the host.
+    fn on_line(&mut self, line: &[u8]) {
+        let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
+        let message: HostMessage = match first {
+            Some(b'{') => match serde_json::from_slice(line) {
+                Ok(m) => m,
+                Err(e) if e.is_syntax() || e.is_eof() => {
+                    return self.bridge.error(
+                        None,
+                        &Error::new(jsonrpc::PARSE_ERROR, format!("parse error: {e}")),
+                    );
+                }
+                Err(e) => {
+                    let e = Error::new(
+                        jsonrpc::INVALID_REQUEST,
+                        format!("not a JSON-RPC message: {e}"),
+                    );
+                    return self.bridge.error(None, &e);
+                }
+            },
+            _ => {
+                let e = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                    Err(e) => Error::new(jsonrpc::PARSE_ERROR, format!("parse error: {e}")),
+                    Ok(_) if first == Some(b'[') => Error::new(
+                        jsonrpc::INVALID_REQUEST,
+                        "JSON-RPC batches are not part of MCP's stdio transport",
+                    ),
+                    Ok(_) => Error::new(jsonrpc::INVALID_REQUEST, "not a JSON-RPC message"),
+                };
+                return self.bridge.error(None, &e);
+            }
+        };
+        let id = message.id.filter(|id| id.get() != "null");
+        match (message.method, id) {
+            (Some(method), Some(id)) => self.on_request(method, id, message.params),
+            (Some(method), None) => self.on_notification(&method, message.params),
+            (None, Some(id)) => self.on_answer(&id, message.result, message.error),
+            (None, None) => self.bridge.error(
+                None,
+                &Error::new(jsonrpc::INVALID_REQUEST, "not a JSON-RPC message"),
+            ),
+        }
+    }
+
+    /// A line over the limit: answered with an error, nothing of it read.
+    fn on_too_long(&self, len: usize) {
+        let limit = self.bridge.max_line;
+        let mut e = Error::new(
+            jsonrpc::INVALID_REQUEST,
+            format!("a line of {len} bytes exceeds --max-line {limit}; it was not read"),
+        );
+        // `data.kind`: the SSE decoder's word for a line over its limit.
+        let kind = DecodeError::LineTooLong {
+            limit,
+            offset: 0,
+            id: None,
+        }
+        .as_str();
+        e.data = json!({data::KIND: kind, "limit": limit});
+        self.bridge.error(None, &e);
+    }
+
+    fn on_request(&mut self, method: String, id: Box<RawValue>, params: Option<Value>) {
+        let bridge = &self.bridge;
+        let key = key_of(&id);
+        if method == method::SERVER_DISCOVER
+            || params
+                .as_ref()
+                .is_some_and(|p| p["_meta"].get(contract::meta::PROTOCOL_VERSION).is_some())
+        {
+            bridge.host_2026.store(true, Ordering::Relaxed);
+        }
+        if method == "subscriptions/listen" {
+            // Answered here: acknowledged now, open until the host cancels it.
+            let id_value: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+            let requested = params
+                .as_ref()
+                .map_or(Value::Null, |p| p["notifications"].clone());
+            let ack = bridge.subscriptions.open(key, id_value, &requested);
+            bridge.out.value(&ack);
+            return;
+        }
+        if self.pending.in_use(&key) {
+            let e = Error::new(
+                jsonrpc::INVALID_REQUEST,
+                format!("request id {key} is already in use"),
+            );
+            return bridge.error(Some(&id), &e);
+        }
+        let seq = self.pending.next_seq();
+        let (me, events, task_key) = (bridge.clone(), self.events.clone(), key.clone());
+        let task = tokio::spawn(async move {
+            let parts = me.answer_parts(&method, &id, params).await;
+            let _ = events.send(Event::Answered {
+                key: task_key,
+                seq,
+                parts,
+            });
+        });
+        self.pending.insert(key, seq, task.abort_handle());
+    }
+
+    fn on_notification(&mut self, method: &str, params: Option<Value>) {
+        let bridge = &self.bridge;
         match method {
             // The bridge's own session is initialized; the host's needs nothing more.
             "notifications/initialized" => {}
@@ -418,36 +480,30 @@ impl Bridge {
                     .and_then(|p| p.get("requestId"))
                     .map(Value::to_string)
                     .unwrap_or_default();
-                if self.subscriptions.close(&id) {
-                    self.verbose(|| format!("subscription {id} closed by the host"));
-                    return;
-                }
-                let cancelled = self.inflight.lock().expect("inflight lock").remove(&id);
-                match cancelled {
+                if bridge.subscriptions.close(&id) {
+                    bridge.verbose(|| format!("subscription {id} closed by the host"));
+                } else if self.pending.cancel(&id) {
                     // Dropping the call tells the server (`notifications/cancelled`, a task's
                     // `tasks/cancel`, or on 2026-07-28 the closed stream).
-                    Some(task) => {
-                        task.abort();
-                        self.verbose(|| format!("request {id} cancelled by the host"));
-                    }
-                    None => self.verbose(|| format!("cancel of {id}: not under way")),
+                    bridge.verbose(|| format!("request {id} cancelled by the host"));
+                } else {
+                    bridge.verbose(|| format!("cancel of {id}: not under way"));
                 }
             }
             _ => {
                 let note = json!({"jsonrpc": "2.0", "method": method,
                                   "params": params.unwrap_or(json!({}))});
-                let me = self.clone();
+                let me = bridge.clone();
                 tokio::spawn(async move { me.upstream.notify(&note).await });
             }
         }
     }
 
     /// The host's answer to a server request the bridge relayed.
-    fn on_answer(&self, id: &RawValue, result: Option<Value>, error: Option<Value>) {
-        let waiting = self.asked.lock().expect("asked lock").remove(&key_of(id));
-        let Some(tx) = waiting else {
+    fn on_answer(&mut self, id: &RawValue, result: Option<Value>, error: Option<Value>) {
+        let Some(reply) = self.pending.answered(&key_of(id)) else {
             note(&format!(
-                "an answer for {}, which was never asked: dropped",
+                "an answer for {}, which was never asked or no longer awaited: dropped",
                 id.get()
             ));
             return;
@@ -465,29 +521,93 @@ impl Bridge {
                 "the host answered without a result",
             )),
         };
-        let _ = tx.send(answer);
+        let _ = reply.send(answer);
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Answered { key, seq, parts } => {
+                // Not under way any more: the host cancelled it, and gets no answer.
+                if self.pending.finish(&key, seq) {
+                    self.bridge.out.send(parts);
+                }
+            }
+            Event::Ask {
+                method,
+                params,
+                reply,
+            } => {
+                let id = self.pending.ask(reply);
+                let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
+                if let Some(params) = params {
+                    request["params"] = params;
+                }
+                self.bridge.out.value(&request);
+            }
+        }
     }
 
     /// Stops: calls in flight cancelled, the session ended (within a second in all).
-    async fn shutdown(&self) {
-        let inflight: Vec<_> = self
-            .inflight
-            .lock()
-            .expect("inflight lock")
-            .drain()
-            .map(|(_, task)| task)
-            .collect();
-        let cancelled = inflight.len();
-        for task in inflight {
-            task.abort();
-        }
+    async fn shutdown(&mut self) {
+        let cancelled = self.pending.cancel_all();
         if cancelled > 0 {
-            self.verbose(|| format!("{cancelled} request(s) cancelled"));
+            self.bridge
+                .verbose(|| format!("{cancelled} request(s) cancelled"));
             // The cancellations go out first (each a POST of its own).
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
-        self.upstream.close(Duration::from_millis(600)).await;
+        self.bridge.upstream.close(Duration::from_millis(600)).await;
     }
+}
+
+/// The bridge: the host on `host`, the server as `config` says, until the host's input ends or
+/// `stop` completes (0) or the host can no longer be written to (1). Then calls in flight are
+/// cancelled, the session ended, and what was written flushed.
+async fn relay(
+    config: BridgeConfig,
+    host: impl HostTransport,
+    stop: impl Future<Output = ()>,
+) -> i32 {
+    let HostLink {
+        mut incoming,
+        out,
+        broken,
+    } = host.open(config.max_line);
+    let (events, mut events_rx) = mpsc::unbounded_channel();
+    let bridge = Arc::new(Bridge {
+        verbose: config.verbose,
+        max_line: config.max_line,
+        out,
+        subscriptions: subscriptions::Subscriptions::default(),
+        host_2026: AtomicBool::new(false),
+        ignored: ignore::Ignored::new(&config.ignore_tools),
+        upstream: Upstream::new(config),
+    });
+    bridge
+        .upstream
+        .attach(Arc::downgrade(&bridge), events.clone());
+    let mut relay = Relay {
+        bridge,
+        pending: Pending::default(),
+        events,
+    };
+    let mut stop = std::pin::pin!(stop);
+    let status = loop {
+        tokio::select! {
+            line = incoming.recv() => match line {
+                Some(Incoming::Line(line)) => relay.on_line(&line),
+                Some(Incoming::TooLong(len)) => relay.on_too_long(len),
+                None => break 0,
+            },
+            Some(event) = events_rx.recv() => relay.on_event(event),
+            () = &mut stop => break 0,
+            () = broken.notified() => break 1,
+        }
+    };
+    relay.shutdown().await;
+    // What is written is flushed (briefly: a host that stopped reading is not waited for).
+    relay.bridge.out.flush(Duration::from_millis(200)).await;
+    status
 }
 
 /// The methods whose 2026-07-28 results carry caching hints (`ttlMs`, `cacheScope`).
@@ -582,60 +702,19 @@ pub(crate) fn run(args: BridgeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let status = runtime.block_on(serve(args));
+    let status = runtime.block_on(async {
+        let config = match args.config() {
+            Ok(config) => config,
+            Err(e) => {
+                note(&e);
+                return 2;
+            }
+        };
+        let mut shutdown = crate::platform::Shutdown::listen();
+        relay(config, host::Stdio, async move { shutdown.recv().await }).await
+    });
     // The stdin thread may be blocked in a read: the process ends without waiting for it.
     std::process::exit(status)
-}
-
-async fn serve(args: BridgeArgs) -> i32 {
-    let broken = Arc::new(Notify::new());
-    let out = Out::start(broken.clone());
-    let upstream = match Upstream::new(&args) {
-        Ok(u) => u,
-        Err(e) => {
-            note(&e);
-            return 2;
-        }
-    };
-    let bridge = Arc::new(Bridge {
-        out,
-        upstream,
-        inflight: Mutex::new(HashMap::new()),
-        asked: Mutex::new(HashMap::new()),
-        next_ask: AtomicU64::new(1),
-        subscriptions: subscriptions::Subscriptions::default(),
-        host_2026: AtomicBool::new(false),
-        ignored: ignore::Ignored::new(&args.ignore_tools),
-        args,
-    });
-    bridge.upstream.attach(Arc::downgrade(&bridge));
-    let mut lines = host::read_stdin(bridge.args.max_line);
-    let mut shutdown = crate::platform::Shutdown::listen();
-    let status = loop {
-        tokio::select! {
-            line = lines.recv() => match line {
-                Some(Incoming::Line(line)) => bridge.on_line(&line),
-                Some(Incoming::TooLong(len)) => {
-                    let mut e = Error::new(jsonrpc::INVALID_REQUEST, format!(
-                        "a line of {len} bytes exceeds --max-line {}; it was not read",
-                        bridge.args.max_line
-                    ));
-                    let limit = bridge.args.max_line;
-                    // `data.kind`: the SSE decoder's word for a line over its limit.
-                    let kind = DecodeError::LineTooLong { limit, offset: 0, id: None }.as_str();
-                    e.data = json!({data::KIND: kind, "limit": limit});
-                    bridge.error(None, &e);
-                }
-                None => break 0,
-            },
-            () = shutdown.recv() => break 0,
-            () = broken.notified() => break 1,
-        }
-    };
-    bridge.shutdown().await;
-    // What is written is flushed (briefly: a host that stopped reading is not waited for).
-    bridge.out.flush(Duration::from_millis(200)).await;
-    status
 }
 
 #[cfg(test)]
@@ -651,3 +730,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod dispatch_tests;

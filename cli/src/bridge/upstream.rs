@@ -14,10 +14,11 @@ use ssegate::client::{
 use ssegate::contract::{data, jsonrpc, meta, method as methods};
 use ssegate::message::{Message, RpcKind};
 
+use tokio::sync::mpsc;
+
 use super::errors::Error;
 use super::subscriptions::{Route, tagged};
-use super::{Bridge, BridgeArgs, note};
-use crate::client_args::AuthFlags;
+use super::{Bridge, BridgeConfig, Event, note};
 
 /// The `_meta` keys a 2026-07-28 host stamps on each request; the bridge's client stamps its own.
 const HOST_META: [&str; 3] = meta::CLIENT_KEYS;
@@ -42,10 +43,11 @@ pub(super) struct Upstream {
     /// Connect attempts ended, and the last failed sign-in: requests that waited for an attempt
     /// share its failed sign-in (the user is asked once per wave of requests, not once each).
     connects: Mutex<Connects>,
-    /// How the bridge signs in (for the error that says how to sign in).
-    auth: AuthFlags,
+    /// What a failed sign-in tells the user to do.
+    sign_in_hint: String,
     host: Mutex<HostInfo>,
-    bridge: OnceLock<Weak<Bridge>>,
+    /// The bridge the server's messages go to, and its relay's loop (for server requests).
+    bridge: OnceLock<(Weak<Bridge>, mpsc::UnboundedSender<Event>)>,
 }
 
 /// What [`Upstream::connects`] counts.
@@ -58,39 +60,25 @@ struct Connects {
 }
 
 impl Upstream {
-    /// The settings of `args`; the error names the flag.
-    pub(super) fn new(args: &BridgeArgs) -> Result<Upstream, String> {
-        let timeout = Duration::from_secs_f64(args.timeout);
-        let mut config = args.remote.config()?;
-        config
-            .call_timeout(Some(timeout))
-            .client_name("ssegate-bridge");
-        crate::auth::configure(&mut config, &args.remote, &args.auth, "ssegate bridge")?;
-        let url = &args.remote.url;
-        if !url.starts_with("http://") && !url.starts_with("https://") {
-            return Err(format!("URL {url:?}: not http(s)"));
-        }
-        let mut options = CallOptions::default();
-        options
-            .retry(args.retry.into())
-            .tasks(args.tasks.into())
-            .timeout(timeout);
-        Ok(Upstream {
-            url: url.clone(),
-            config,
-            options,
-            timeout,
-            verbose: args.verbose,
+    /// The server's side of a bridge with `config`; connected when first needed.
+    pub(super) fn new(config: BridgeConfig) -> Upstream {
+        Upstream {
+            url: config.url,
+            config: config.client,
+            options: config.options,
+            timeout: config.timeout,
+            verbose: config.verbose,
             client: tokio::sync::Mutex::new(None),
             connects: Mutex::new(Connects::default()),
-            auth: args.auth.clone(),
+            sign_in_hint: config.sign_in_hint,
             host: Mutex::new(HostInfo::default()),
             bridge: OnceLock::new(),
-        })
+        }
     }
 
-    pub(super) fn attach(&self, bridge: Weak<Bridge>) {
-        let _ = self.bridge.set(bridge);
+    /// Where the server's notifications and requests go.
+    pub(super) fn attach(&self, bridge: Weak<Bridge>, events: mpsc::UnboundedSender<Event>) {
+        let _ = self.bridge.set((bridge, events));
     }
 
     /// Learns the host's capabilities and name from its `initialize`, or from the `_meta` of a
@@ -111,7 +99,7 @@ impl Upstream {
     fn error(&self, method: &str, e: &ClientError) -> Error {
         let mut error = Error::of_client(method, e);
         if matches!(e, ClientError::Auth(_)) {
-            error.data[data::REASON] = json!(crate::auth::explain(e, &self.url, &self.auth));
+            error.data[data::REASON] = json!(format!("{e}; {}", self.sign_in_hint));
         }
         error
     }
@@ -145,8 +133,15 @@ impl Upstream {
                 }
             }
         }
-        let bridge = self.bridge.get().cloned().unwrap_or_default();
-        config.handler(Arc::new(Relay { bridge }));
+        let (bridge, events) = match self.bridge.get() {
+            Some((bridge, events)) => (bridge.clone(), Some(events.clone())),
+            None => (Weak::new(), None),
+        };
+        config.handler(Arc::new(Forward {
+            bridge,
+            events,
+            timeout: self.timeout,
+        }));
         let connected = Client::connect(&self.url, config).await;
         let client = {
             let mut connects = self.connects.lock().expect("connects lock");
@@ -265,7 +260,7 @@ pub(super) fn server_info(declared: &Value) -> Value {
 }
 
 /// Keeps the server's own notification stream open (the `GET` stream, or on 2026-07-28
-/// `subscriptions/listen`): what arrives there reaches the host through the [`Relay`]. A server
+/// `subscriptions/listen`): what arrives there reaches the host through [`Forward`]. A server
 /// without one (`405`) is not asked again; an ended or failed stream is opened again after a
 /// growing delay.
 async fn listen(client: Client, verbose: bool) {
@@ -298,52 +293,39 @@ async fn listen(client: Client, verbose: bool) {
     }
 }
 
-/// The client's [`Handler`]: server requests are asked of the host (`ping` is answered here),
-/// server notifications written to it.
-struct Relay {
+/// The client's [`Handler`]: server requests are asked of the host through the relay's loop
+/// (`ping` is answered here), server notifications written to it.
+struct Forward {
     bridge: Weak<Bridge>,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    /// How long the host has to answer a server request.
+    timeout: Duration,
 }
 
-impl Handler for Relay {
+impl Handler for Forward {
     fn request(&self, method: &str, params: Option<&Value>) -> HandlerFuture {
-        let bridge = self.bridge.upgrade();
+        let events = self.events.clone();
+        let timeout = self.timeout;
         let method = method.to_owned();
         let params = params.cloned();
         Box::pin(async move {
+            let stopping =
+                || RpcError::new(jsonrpc::INTERNAL_ERROR.into(), "the bridge is stopping");
             if method == "ping" {
                 return Ok(json!({}));
             }
-            let Some(bridge) = bridge else {
-                return Err(RpcError::new(
-                    jsonrpc::INTERNAL_ERROR.into(),
-                    "the bridge is stopping",
-                ));
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let asked = Event::Ask {
+                method: method.clone(),
+                params,
+                reply,
             };
-            let id = format!(
-                "ssegate-{}",
-                bridge.next_ask.fetch_add(1, Ordering::Relaxed)
-            );
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let key = Value::String(id.clone()).to_string();
-            bridge
-                .asked
-                .lock()
-                .expect("asked lock")
-                .insert(key.clone(), tx);
-            let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
-            if let Some(params) = params {
-                request["params"] = params;
+            if events.is_none_or(|events| events.send(asked).is_err()) {
+                return Err(stopping());
             }
-            bridge.out.value(&request);
-            let timeout = bridge.upstream.timeout;
-            let answer = tokio::time::timeout(timeout, rx).await;
-            bridge.asked.lock().expect("asked lock").remove(&key);
-            match answer {
+            match tokio::time::timeout(timeout, answer).await {
                 Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => Err(RpcError::new(
-                    jsonrpc::INTERNAL_ERROR.into(),
-                    "the bridge is stopping",
-                )),
+                Ok(Err(_)) => Err(stopping()),
                 Err(_) => Err(RpcError::new(
                     jsonrpc::REQUEST_TIMEOUT.into(),
                     format!(

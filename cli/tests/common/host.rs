@@ -95,6 +95,19 @@ impl Host {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// Whether the bridge writes `text` on stderr within 5 s (stderr is read on a thread of its
+    /// own: a line the bridge wrote before its last answer may not have been read yet).
+    pub fn stderr_shows(&self, text: &str) -> bool {
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(5) {
+            if self.stderr().contains(text) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        false
+    }
+
     /// Writes raw bytes to the bridge's stdin.
     pub fn send_raw(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
