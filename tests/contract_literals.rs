@@ -45,12 +45,14 @@ fn files(dir: &str, exts: &[&str]) -> Vec<PathBuf> {
     out
 }
 
-/// The code lines of a Rust file: up to its first `#[cfg(test)]`, comments dropped.
+/// The code lines of a Rust file: up to its first `#[cfg(test)]` (a file of tests starts with
+/// `#![cfg(test)]`), comments dropped.
 fn rust_code(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
-        if trimmed.starts_with("#[cfg(test)]") {
+        // A test module, inline or a file of its own (`#![cfg(test)]` at its top).
+        if trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#![cfg(test)]") {
             break;
         }
         if trimmed.starts_with("//") {

@@ -1,6 +1,7 @@
 //! The relay in this process: a host on an in-memory duplex, the test kit's server on loopback.
 //! The expected answers are the MCP stdio transport's and JSON-RPC's rules, and the wire contract's
 //! codes, stated here.
+#![cfg(test)]
 
 use std::time::Duration;
 
