@@ -205,8 +205,9 @@ async fn requests_reach_the_server_and_hidden_tools_never_do() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_id_in_use_is_refused_and_a_cancelled_request_gets_no_answer() {
+/// A relay whose host has a call (id 1, the request returned) in flight as a task that works for
+/// 30 s before its result.
+async fn task_in_flight() -> (RunningServer, TestBridge, Value) {
     let server = {
         let mut sc = ServerConfig::default();
         sc.mode(ServerMode::Tasks)
@@ -219,6 +220,12 @@ async fn an_id_in_use_is_refused_and_a_cancelled_request_gets_no_answer() {
                       "params": {"name": "big_result", "arguments": {"size": 100}}});
     bridge.send(&call);
     eventually("the task is created", || server.stats().tasks_created == 1).await;
+    (server, bridge, call)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_in_use_is_refused_and_a_cancelled_request_gets_no_answer() {
+    let (server, mut bridge, call) = task_in_flight().await;
 
     // The same id again while the first is under way: refused, the first goes on.
     bridge.send(&call);
@@ -250,17 +257,7 @@ async fn an_id_in_use_is_refused_and_a_cancelled_request_gets_no_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_end_of_input_cancels_what_is_under_way() {
-    let server = {
-        let mut sc = ServerConfig::default();
-        sc.mode(ServerMode::Tasks)
-            .task_work(Duration::from_secs(30));
-        sc.start("127.0.0.1:0".parse().unwrap()).await.unwrap()
-    };
-    let mut bridge = TestBridge::start(BridgeConfig::new(&server.url()));
-    bridge.initialize("2025-11-25").await;
-    bridge.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                        "params": {"name": "big_result", "arguments": {"size": 100}}}));
-    eventually("the task is created", || server.stats().tasks_created == 1).await;
+    let (server, mut bridge, _) = task_in_flight().await;
     bridge.host.input = None;
     assert_eq!(bridge.status().await, 0);
     eventually("the task is cancelled", || {
