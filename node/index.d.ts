@@ -63,11 +63,12 @@ export type RpcId = number | string | null
 /** A message to hand to the application: one complete JSON value. */
 export interface Deliver {
   kind: "deliver"
-  /** The message's bytes: a view of the chunk last fed when it lies in it, else a new Buffer. */
+  /** The message's bytes, a new Buffer (a copy: see the README's "Data and copies"). */
   message: Buffer
   /** A word of `contract.rpcKinds`. */
   rpcKind: string
-  rpcId: RpcId | undefined
+  /** The top-level `id`; null when absent or `null`. */
+  rpcId: RpcId
   eventId: Buffer | null
   eventType: string | null
 }
@@ -160,6 +161,49 @@ export declare class Decoder {
 }
 
 /**
+ * One logical SSE stream of MCP Streamable HTTP (a POST's response and its resumptions, or the
+ * standalone GET stream): decoder, gate and resumption guard, with no IO and no clock.
+ */
+export declare class ResumableStream {
+  constructor(options?: StreamOptions | undefined | null)
+  /**
+   * Registers a request (its JSON-RPC id: an integer or a string) whose response this stream
+   * must deliver.
+   */
+  expectResponse(id: number | string): void
+  /** A body chunk arrived at `now` (seconds). The chunk is copied; see `Deliver.message`. */
+  feed(chunk: Uint8Array, now: number): void
+  /** The open connection's body ended at `now`: `cause` is `"eof"` or `"error"`. */
+  connectionEnded(cause: "eof" | "error", now: number): void
+  /** The next output, or null until more input or time. */
+  poll(): Output | null
+  /** When the stream next needs `handleTimeout()` (seconds, on the caller's clock), if ever. */
+  pollTimeout(): number | null
+  /** Time passed: `now` is at or after `pollTimeout()` (earlier calls do nothing). */
+  handleTimeout(now: number): void
+  /** The reconnect request was answered at `now`: `"read"` (feed its body) or `"drop"`. */
+  reconnectResponse(status: number, contentType: string | Buffer | null | undefined, retryAfter: string | Buffer | null | undefined, now: number): "read" | "drop"
+  /** The reconnect request failed at `now` before a response head. */
+  reconnectFailed(now: number): void
+  /** The id of the last event processed (sent as `Last-Event-ID` on a resume). */
+  get cursor(): Buffer | null
+  /** Whether the stream finished or failed. */
+  get isDone(): boolean
+  /** Whether a connection is open and wants its bytes. */
+  get isOpen(): boolean
+  /** Requests this stream must still deliver. */
+  get outstanding(): RpcId[]
+  /** Resumes so far. */
+  get resumes(): number
+  /** The stream's counters. */
+  get stats(): Stats
+  /** The delay (seconds) the server last asked for (`retry:` or `Retry-After`), before clamps. */
+  get serverRetry(): number | null
+  /** The instruction set the stream's gate runs on. */
+  get gateIsa(): string
+}
+
+/**
  * The code of the error answering a `method` request that failed with the kind `kind` (a word
  * of `contract.kinds`), whose outcome is `outcome` (a word of `contract.outcomes`).
  */
@@ -240,4 +284,40 @@ export declare function gate(data: Uint8Array, options?: GateOptions | undefined
 export interface GateOptions {
   /** The nesting limit (levels of arrays and objects); the gate's default when absent. */
   maxDepth?: number
+}
+
+/**
+ * Every `StreamConfig` knob, as Python's `ResumableStream` takes them: limits in bytes, durations
+ * in seconds. Each defaults to the library's (`contract.DEFAULT_*`, or the Rust config's own).
+ */
+export interface StreamOptions {
+  /** Whether a cut may be resumed (true). */
+  resumable?: boolean
+  /** Keep the stream open after every expected response (the GET stream) (false). */
+  keepOpen?: boolean
+  maxEvent?: number
+  maxLine?: number
+  maxField?: number
+  maxBlock?: number
+  copyBelow?: number
+  replayTimeout?: number
+  /** Seconds without a byte before the connection counts as cut; null: never. */
+  idleTimeout?: number | null
+  defaultRetry?: number
+  maxDelay?: number
+  minDelay?: number
+  backoff?: number
+  maxResumes?: number
+  maxStalledResumes?: number
+  maxReconnectAttempts?: number
+  jitterSeed?: number
+  gateAhead?: number
+  /** `"verified"` (default) or `"strict"`. */
+  policy?: "verified" | "strict"
+  window?: number
+  unrequestedWindow?: number
+  contiguousIds?: boolean
+  maxDepth?: number
+  /** `"portable"`, `"neon"`, `"avx2"` or `"avx512"`: the best instruction set the gate may use. */
+  maxIsa?: string
 }

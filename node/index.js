@@ -836,5 +836,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Decoder = nativeBinding.Decoder
+module.exports.ResumableStream = nativeBinding.ResumableStream
 module.exports.codeFor = nativeBinding.codeFor
 module.exports.gate = nativeBinding.gate

@@ -63,11 +63,12 @@ export type RpcId = number | string | null
 /** A message to hand to the application: one complete JSON value. */
 export interface Deliver {
   kind: "deliver"
-  /** The message's bytes: a view of the chunk last fed when it lies in it, else a new Buffer. */
+  /** The message's bytes, a new Buffer (a copy: see the README's "Data and copies"). */
   message: Buffer
   /** A word of `contract.rpcKinds`. */
   rpcKind: string
-  rpcId: RpcId | undefined
+  /** The top-level `id`; null when absent or `null`. */
+  rpcId: RpcId
   eventId: Buffer | null
   eventType: string | null
 }

@@ -12,5 +12,6 @@ mod decoder;
 mod errors;
 mod gate;
 mod numbers;
+mod stream;
 
 mod views;
