@@ -33,10 +33,26 @@ pub(crate) fn config(o: Option<&DecoderOptions>, config: &mut sse::DecoderConfig
         None => Ok(default),
     };
     config
-        .max_line(get(o.and_then(|o| o.max_line), "maxLine", DEFAULT_MAX_LINE)?)
-        .max_event(get(o.and_then(|o| o.max_event), "maxEvent", DEFAULT_MAX_EVENT)?)
-        .max_field(get(o.and_then(|o| o.max_field), "maxField", DEFAULT_MAX_FIELD)?)
-        .max_block(get(o.and_then(|o| o.max_block), "maxBlock", DEFAULT_MAX_BLOCK)?);
+        .max_line(get(
+            o.and_then(|o| o.max_line),
+            "maxLine",
+            DEFAULT_MAX_LINE,
+        )?)
+        .max_event(get(
+            o.and_then(|o| o.max_event),
+            "maxEvent",
+            DEFAULT_MAX_EVENT,
+        )?)
+        .max_field(get(
+            o.and_then(|o| o.max_field),
+            "maxField",
+            DEFAULT_MAX_FIELD,
+        )?)
+        .max_block(get(
+            o.and_then(|o| o.max_block),
+            "maxBlock",
+            DEFAULT_MAX_BLOCK,
+        )?);
     if let Some(n) = o.and_then(|o| o.copy_below) {
         config.copy_below(count("copyBelow", n)?);
     }
@@ -57,7 +73,12 @@ pub(crate) fn partial<'env>(env: &'env Env, p: &sse::PartialEvent) -> Result<Obj
     Ok(o)
 }
 
-fn event<'env>(views: &Views<'env>, env: &'env Env, e: &sse::Event, input: &Input<'env>) -> Result<Object<'env>> {
+fn event<'env>(
+    views: &Views<'env>,
+    env: &'env Env,
+    e: &sse::Event,
+    input: &Input<'env>,
+) -> Result<Object<'env>> {
     let mut o = Object::new(env)?;
     o.set("data", views.data(&e.data, Some(input))?)?;
     o.set("event", e.event.as_deref().map(lossy))?;
@@ -93,7 +114,11 @@ impl Decoder {
     /// thrown as a `DecodeError` once the chunk is decoded (the decoder goes on from the next
     /// blank line); the error's `events` holds the events the same chunk completed.
     #[napi(ts_args_type = "chunk: Uint8Array", ts_return_type = "Event[]")]
-    pub fn feed<'env>(&mut self, env: &'env Env, chunk: TypedArray<'env>) -> Result<Vec<Object<'env>>> {
+    pub fn feed<'env>(
+        &mut self,
+        env: &'env Env,
+        chunk: TypedArray<'env>,
+    ) -> Result<Vec<Object<'env>>> {
         let input = input(&chunk)?;
         self.inner.feed(input.bytes.clone());
         let views = Views::new(env)?;

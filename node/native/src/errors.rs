@@ -42,18 +42,16 @@ fn set_fields(o: &mut Object<'_>, error: &sse::DecodeError) -> Result<()> {
     o.set("offset", error.offset() as f64)?;
     o.set(
         "id",
-        error.id().map(|id| String::from_utf8_lossy(id).into_owned()),
+        error
+            .id()
+            .map(|id| String::from_utf8_lossy(id).into_owned()),
     )?;
     Ok(())
 }
 
 /// Throws `errors[0]` as a `DecodeError` carrying `events` (what the same call completed) and
 /// `errors` (every error of the call, the first included).
-pub(crate) fn throw(
-    env: &Env,
-    errors: &[sse::DecodeError],
-    events: Vec<Object<'_>>,
-) -> Error {
+pub(crate) fn throw(env: &Env, errors: &[sse::DecodeError], events: Vec<Object<'_>>) -> Error {
     match throw_inner(env, errors, events) {
         Ok(()) => Error::new(Status::PendingException, "DecodeError"),
         Err(e) => e,

@@ -345,7 +345,11 @@ impl ResumableStream {
             None => Ok(default),
         };
         config
-            .replay_timeout(secs(o.replay_timeout, "replayTimeout", DEFAULT_REPLAY_TIMEOUT)?)
+            .replay_timeout(secs(
+                o.replay_timeout,
+                "replayTimeout",
+                DEFAULT_REPLAY_TIMEOUT,
+            )?)
             .idle_timeout(idle_timeout)
             .default_retry(secs(o.default_retry, "defaultRetry", DEFAULT_RETRY)?)
             .max_delay(secs(o.max_delay, "maxDelay", DEFAULT_MAX_DELAY)?)

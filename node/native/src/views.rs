@@ -10,8 +10,7 @@
 
 use bytes::Bytes;
 use napi::bindgen_prelude::{
-    BufferSlice, FnArgs, Function, JsObjectValue, JsValue, Object, TypedArray,
-    TypedArrayType,
+    BufferSlice, FnArgs, Function, JsObjectValue, JsValue, Object, TypedArray, TypedArrayType,
     Unknown,
 };
 use napi::{Env, JsGlobal, Result};
@@ -33,9 +32,7 @@ pub(crate) fn input<'env>(chunk: &TypedArray<'env>) -> Result<Input<'env>> {
         chunk.typed_array_type,
         TypedArrayType::Uint8 | TypedArrayType::Uint8Clamped
     ) {
-        return Err(invalid(
-            "expected a Uint8Array or a Buffer".to_owned(),
-        ));
+        return Err(invalid("expected a Uint8Array or a Buffer".to_owned()));
     }
     Ok(Input {
         bytes: Bytes::copy_from_slice(&chunk.arraybuffer),
