@@ -63,7 +63,10 @@ export type RpcId = number | string | null
 /** A message to hand to the application: one complete JSON value. */
 export interface Deliver {
   kind: "deliver"
-  /** The message's bytes, a new Buffer (a copy: see the README's "Data and copies"). */
+  /**
+   * The message's bytes. When it lies in the chunk last fed, and that chunk still holds the bytes
+   * the engine gated, a view of the chunk (it shares its `ArrayBuffer`); otherwise a new Buffer.
+   */
   message: Buffer
   /** A word of `contract.rpcKinds`. */
   rpcKind: string

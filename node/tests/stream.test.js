@@ -340,3 +340,32 @@ test("properties and bad arguments", () => {
   assert.throws(() => s.connectionEnded("closed", T0), /cause/);
   assert.throws(() => s.reconnectResponse(70000, null, null, T0), /status/);
 });
+
+test("deliver.message is a view of the chunk last fed, unless the caller changed it", () => {
+  const body = result(7, "r".repeat(4 << 20));
+  const chunk = sse("1", body);
+  const s = newStream();
+  s.feed(chunk, T0);
+  const [d] = drain(s);
+  assert.equal(d.kind, "deliver");
+  assert.equal(d.message.buffer, chunk.buffer, "shares the input's ArrayBuffer");
+  assert.equal(d.message.byteOffset, chunk.byteOffset + "id: 1\ndata: ".length);
+  assert.equal(d.message.toString(), body);
+  assert.deepEqual(Object.keys(s), [], "the kept chunk is not an enumerable property");
+  // A chunk changed between feed and poll: the message is the engine's copy, as it was gated.
+  const t = newStream();
+  const reused = sse("1", result(7));
+  t.feed(reused, T0);
+  reused.fill(0x20);
+  const [e] = drain(t);
+  assert.equal(e.message.toString(), result(7));
+  assert.notEqual(e.message.buffer, reused.buffer);
+  // A message spread over two chunks is one new buffer.
+  const u = newStream();
+  const whole = sse("1", result(7));
+  u.feed(whole.subarray(0, 20), T0);
+  u.feed(whole.subarray(20), T0);
+  const [f] = drain(u);
+  assert.equal(f.message.toString(), result(7));
+  assert.notEqual(f.message.buffer, whole.buffer);
+});

@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use napi::bindgen_prelude::{Buffer, Either, Null, Object, TypedArray};
+use napi::bindgen_prelude::{
+    Buffer, Either, JsObjectValue, Null, Object, Property, PropertyAttributes, This, TypedArray,
+};
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 use ssegate::contract::{
@@ -19,7 +21,11 @@ use ssegate::resume::{self, Answer, EndCause, Failure, Policy, ReconnectResponse
 
 use crate::decoder::{DecoderOptions, lossy, partial};
 use crate::numbers::{count, count32, invalid};
-use crate::views::{Views, input};
+use crate::views::{Input, Views, input};
+
+/// The property of a `ResumableStream` object that holds the chunk last fed (not enumerable), so
+/// that a message lying in it can be handed out as a view of it.
+const LAST_CHUNK: &str = "__ssegateLastChunk";
 
 /// The longest duration a setting may have, in seconds (about 31 years), as in Python.
 const MAX_SECONDS: f64 = 1e9;
@@ -109,12 +115,22 @@ fn kind<'env>(env: &'env Env, kind: &str) -> Result<Object<'env>> {
 }
 
 /// An engine output as its plain object.
-fn output<'env>(env: &'env Env, views: &Views<'env>, out: resume::Output) -> Result<Object<'env>> {
+fn output<'env>(
+    env: &'env Env,
+    views: &Views<'env>,
+    out: resume::Output,
+    last: Option<(&TypedArray<'env>, &Bytes)>,
+) -> Result<Object<'env>> {
     use resume::Output as O;
     Ok(match out {
         O::Deliver(d) => {
             let mut o = kind(env, "deliver")?;
-            o.set("message", views.data(d.message.data(), None)?)?;
+            let data = d.message.data();
+            let view = match last {
+                Some((chunk, bytes)) => Input::again(chunk, bytes.clone(), data)?,
+                None => None,
+            };
+            o.set("message", views.data(data, view.as_ref())?)?;
             o.set("rpcKind", d.rpc.kind.as_str())?;
             o.set("rpcId", d.rpc.id.as_ref().and_then(rpc_id_js))?;
             o.set("eventId", opt_buffer(views, d.event_id.as_ref())?)?;
@@ -254,6 +270,8 @@ pub struct StreamOptions {
 pub struct ResumableStream {
     inner: resume::ResumableStream,
     clock: Clock,
+    /// The engine's copy of the chunk last fed (the JavaScript chunk is `LAST_CHUNK` of `this`).
+    last: Option<Bytes>,
 }
 
 #[napi]
@@ -380,6 +398,7 @@ impl ResumableStream {
             clock: Clock {
                 base: Instant::now(),
             },
+            last: None,
         })
     }
 
@@ -404,10 +423,21 @@ impl ResumableStream {
 
     /// A body chunk arrived at `now` (seconds). The chunk is copied; see `Deliver.message`.
     #[napi(ts_args_type = "chunk: Uint8Array, now: number")]
-    pub fn feed(&mut self, chunk: TypedArray, now: f64) -> Result<()> {
+    pub fn feed(&mut self, mut this: This, chunk: TypedArray, now: f64) -> Result<()> {
         let at = self.clock.instant(now)?;
-        let chunk = input(&chunk)?;
-        self.inner.feed(chunk.bytes, at);
+        let copied = input(&chunk)?;
+        if self.last.is_none() {
+            this.object.define_properties(&[Property::new()
+                .with_utf8_name(LAST_CHUNK)?
+                .with_value(&chunk)
+                .with_property_attributes(
+                    PropertyAttributes::Writable | PropertyAttributes::Configurable,
+                )])?;
+        } else {
+            this.object.set_named_property(LAST_CHUNK, chunk)?;
+        }
+        self.last = Some(copied.bytes.clone());
+        self.inner.feed(copied.bytes, at);
         Ok(())
     }
 
@@ -430,11 +460,18 @@ impl ResumableStream {
 
     /// The next output, or null until more input or time.
     #[napi(ts_return_type = "Output | null")]
-    pub fn poll<'env>(&mut self, env: &'env Env) -> Result<Option<Object<'env>>> {
-        match self.inner.poll() {
-            Some(out) => output(env, &Views::new(env)?, out).map(Some),
-            None => Ok(None),
-        }
+    pub fn poll<'env>(&mut self, env: &'env Env, this: This<'env>) -> Result<Option<Object<'env>>> {
+        let Some(out) = self.inner.poll() else {
+            return Ok(None);
+        };
+        let chunk: Option<TypedArray> = match (&self.last, &out) {
+            (Some(_), resume::Output::Deliver(_)) => {
+                this.object.get_named_property(LAST_CHUNK).ok()
+            }
+            _ => None,
+        };
+        let last = chunk.as_ref().zip(self.last.as_ref());
+        output(env, &Views::new(env)?, out, last).map(Some)
     }
 
     /// When the stream next needs `handleTimeout()` (seconds, on the caller's clock), if ever.

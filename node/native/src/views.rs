@@ -26,6 +26,31 @@ pub(crate) struct Input<'env> {
     byte_offset: usize,
 }
 
+impl<'env> Input<'env> {
+    /// The chunk `chunk` was when `bytes` was copied from it, if it still holds the same bytes
+    /// where `data` lies (the caller may have changed it since): then `data` can be a view of it.
+    pub(crate) fn again(
+        chunk: &TypedArray<'env>,
+        bytes: Bytes,
+        data: &Data,
+    ) -> Result<Option<Self>> {
+        let Some(at) = offset_in(data, &bytes) else {
+            return Ok(None);
+        };
+        let now: &[u8] = &chunk.arraybuffer;
+        let same =
+            now.len() == bytes.len() && now[at..at + data.len()] == bytes[at..at + data.len()];
+        if !same {
+            return Ok(None);
+        }
+        Ok(Some(Input {
+            bytes,
+            buffer: chunk.get_named_property("buffer")?,
+            byte_offset: chunk.byte_offset,
+        }))
+    }
+}
+
 /// A `Uint8Array` (or `Buffer`) argument as the engine's copy and the caller's memory.
 pub(crate) fn input<'env>(chunk: &TypedArray<'env>) -> Result<Input<'env>> {
     if !matches!(
