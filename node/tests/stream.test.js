@@ -259,6 +259,61 @@ test("deadlines always fire when handed back", () => {
   }
 });
 
+test("pollTimeout never answers before the deadline: handing it back always acts", () => {
+  // A deadline is an instant; pollTimeout() answers in a caller's float seconds. Where floats are
+  // coarser than the engine's nanoseconds (near 2**39 s they are 2**-13 s apart), a float rounded to
+  // nearest lands before the deadline about half the time, and a caller's timer set to it would
+  // fire while handleTimeout does nothing. The rule: handleTimeout(pollTimeout()) disconnects.
+  let x = 11;
+  const rand = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let i = 0; i < 200; i++) {
+    const t = 2 ** 39 + rand() * 2 ** 30;
+    const idle = 1 + rand() * 100;
+    const s = newStream({ idleTimeout: idle });
+    s.feed(sse("41", ""), t);
+    drain(s);
+    const deadline = s.pollTimeout();
+    assert.ok(deadline !== null && deadline > t, `${t} ${idle} ${deadline}`);
+    s.handleTimeout(deadline);
+    assert.deepEqual(drain(s).map((o) => o.kind), ["disconnected"], `t=${t} idle=${idle} deadline=${deadline}`);
+  }
+});
+
+test("either cause of a connection's end is a cut: eof and error decide alike", () => {
+  // The library's resume docs (src/resume/mod.rs, EndCause and connection_ended): a clean end
+  // ("eof") and a failed read ("error") are both a cut to the guard; the blank line decides, not
+  // the transport. So for every cut the outputs are the same for both causes, and what they decide
+  // is computed from the written stream: finished when every event arrived, unresumable before
+  // any complete event, else a reconnect from the last complete event's id.
+  const w = new Written();
+  const settle = (s) => {
+    const outs = [];
+    for (let i = 0; i < 100; i++) {
+      for (const o of drain(s)) {
+        outs.push(o);
+        if (["reconnect", "finished", "failed"].includes(o.kind)) return outs;
+      }
+      s.handleTimeout(s.pollTimeout());
+    }
+    throw new Error("undecided");
+  };
+  for (let cut = 0; cut <= w.raw.length; cut++) {
+    const [eof, error] = ["eof", "error"].map((cause) => {
+      const s = newStream();
+      if (cut) s.feed(w.raw.subarray(0, cut), T0);
+      s.connectionEnded(cause, T0);
+      return settle(s);
+    });
+    const k = w.lastComplete(cut);
+    const last = eof.at(-1);
+    if (cut === w.raw.length) assert.equal(last.kind, "finished", `cut ${cut}`);
+    else if (k < 0) assert.deepEqual([last.kind, last.refusal], ["failed", "unresumable"], `cut ${cut}`);
+    else assert.deepEqual([last.kind, last.lastEventId.toString()], ["reconnect", w.events[k][0]], `cut ${cut}`);
+    assert.deepEqual(delivered(eof), w.messages.slice(0, delivered(eof).length), `cut ${cut}`);
+    assert.deepEqual(eof, error, `cut ${cut}: eof and error differ`);
+  }
+});
+
 test("the response is delivered once; deliver members", () => {
   const s = newStream();
   s.feed(sse("1", result(7)), T0);
