@@ -128,13 +128,24 @@ function sleep(seconds, signal) {
 /** A value `race` gives when the timer won. */
 const TIMER = Symbol("timer");
 
-/** `promise`, or `TIMER` once `seconds` pass (the timer cleared either way). */
-function race(promise, seconds) {
-  let timer;
+/**
+ * `promise`, or `TIMER` once `seconds` pass (never, when null) or `signal` aborts, whichever is
+ * first; the timer and the listener are removed either way. (A body read does not always settle
+ * when its fetch is aborted.)
+ */
+function race(promise, seconds, signal) {
+  let timer = null;
+  let onAbort;
   const expiry = new Promise((resolve) => {
-    timer = setTimeout(() => resolve(TIMER), Math.max(0, seconds) * 1000);
+    onAbort = () => resolve(TIMER);
+    if (signal.aborted) return resolve(TIMER);
+    signal.addEventListener("abort", onAbort, { once: true });
+    if (seconds !== null) timer = setTimeout(() => resolve(TIMER), Math.max(0, seconds) * 1000);
   });
-  return Promise.race([promise, expiry]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, expiry]).finally(() => {
+    if (timer !== null) clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  });
 }
 
 function mediaType(response) {
@@ -334,7 +345,7 @@ class Drive {
       for (;;) {
         if (next === null) next = reader.read().then((r) => r, (e) => ({ error: e }));
         const deadline = this.stream.pollTimeout();
-        const item = deadline === null ? await next : await race(next, deadline - now());
+        const item = await race(next, deadline === null ? null : deadline - now(), this.signal);
         if (this.signal.aborted) return DONE;
         const t = now();
         let ended = false;
@@ -666,7 +677,7 @@ class GuardedTransport {
       // `send` returns once the answer's head is handled; the body is read in the background.
       const headed = await exchange;
       if (headed !== null) {
-        headed.catch((error) => {
+        headed.body.catch((error) => {
           request.fail(KIND.HTTP, OUTCOME.UNKNOWN, `reading the answer failed: ${described(error)}`);
         });
       }
@@ -720,8 +731,8 @@ class GuardedTransport {
   }
 
   /**
-   * A request's POST up to its answer's head. Returns the promise of the body's reading (null
-   * when the request is answered already).
+   * A request's POST up to its answer's head. Returns `{ body }`, the promise of the body's
+   * reading, or null when the request is answered already.
    */
   async _request(message, request, options) {
     let response;
@@ -755,7 +766,10 @@ class GuardedTransport {
     return this._answered(request, response, options);
   }
 
-  /** The answer's head: what to do with its body (the promise of its reading, or null). */
+  /**
+   * The answer's head: what to do with its body: `{ body }`, the promise of its reading (wrapped,
+   * so that awaiting the head does not await the body), or null.
+   */
   _answered(request, response, options) {
     const status = response.status;
     if (status === 202) {
@@ -773,12 +787,12 @@ class GuardedTransport {
       });
       return null;
     }
-    if (status >= 400) return this._statusAnswer(request, response);
+    if (status >= 400) return { body: this._statusAnswer(request, response) };
     const type = mediaType(response);
-    if (type === "application/json") return this._jsonAnswer(request, response);
+    if (type === "application/json") return { body: this._jsonAnswer(request, response) };
     if (type === "text/event-stream") {
       const drive = new Drive(this, this._stream(request), request, request.signal, options.onresumptiontoken);
-      return drive.run(response);
+      return { body: drive.run(response) };
     }
     discard(response);
     request.fail(KIND.PROTOCOL, OUTCOME.UNKNOWN, `the answer's content type is ${type || "missing"}: neither JSON nor an event stream`, {
@@ -865,7 +879,7 @@ class GuardedTransport {
       request.fail(KIND.STATUS, OUTCOME.UNKNOWN, reason, { status: response.status });
       return null;
     }
-    return drive.run(response);
+    return { body: drive.run(response) };
   }
 
   /** The standalone GET stream, guarded and resumed like a response stream (no deadline). */

@@ -164,8 +164,14 @@ class Kit {
     const timer = setTimeout(() => this.child.kill("SIGKILL"), 15_000);
     await exited;
     clearTimeout(timer);
-    live.delete(this.child);
+    release(this.child);
   }
+}
+
+/** Forgets an exited child and closes its pipes (a pipe left open keeps the test process alive). */
+function release(child) {
+  live.delete(child);
+  for (const stream of [child.stdin, child.stdout]) stream?.destroy();
 }
 
 /** Why the TS SDK's interop server cannot run here, or null. */
@@ -204,7 +210,7 @@ class SdkServer {
     const exited = new Promise((resolve) => this.child.once("exit", resolve));
     this.child.kill("SIGTERM");
     await exited;
-    live.delete(this.child);
+    release(this.child);
   }
 }
 
