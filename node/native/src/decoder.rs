@@ -1,6 +1,5 @@
 //! `Decoder`: the WHATWG SSE decoder, events as plain objects (`Event` in header.d.ts).
 
-use bytes::Bytes;
 use napi::bindgen_prelude::{
     BufferSlice, Float64ArraySlice, FnArgs, Function, JsValue, Object, TypedArray, Unknown,
 };
@@ -80,7 +79,7 @@ pub(crate) fn partial<'env>(env: &'env Env, p: &sse::PartialEvent) -> Result<Obj
 /// The events of one `feed` call, laid out for `js`'s `events` (which makes the `Event` objects):
 /// FIELDS numbers per event in `meta`, the data that is not a view of the input in `copies`, the
 /// event types and ids as text in `text` (a type or id equal to the previous event's is not
-/// repeated). Kept by the decoder to reuse its allocations.
+/// repeated). Kept by the decoder to reuse its allocations (up to `KEEP`).
 #[derive(Default)]
 struct Batch {
     meta: Vec<f64>,
@@ -88,9 +87,16 @@ struct Batch {
     text: String,
     /// `text`'s length in UTF-16 code units (JavaScript string indices).
     units: usize,
-    /// The last type and id put in `text`, and where.
-    event: Option<(Bytes, f64, f64)>,
-    id: Option<(Bytes, f64, f64)>,
+    /// The last type and the last id put in `text`.
+    event: Option<Placed>,
+    id: Option<Placed>,
+}
+
+/// A string in `Batch::text`: its bytes there, its UTF-16 indices.
+#[derive(Clone, Copy)]
+struct Placed {
+    bytes: (usize, usize),
+    units: (f64, f64),
 }
 
 /// `js`'s `events(buffer, byteOffset, copies, meta, text)`.
@@ -107,28 +113,41 @@ const FIELDS: usize = 8;
 const OWN_ID: f64 = 1.0;
 /// Flags: the data is in `copies` (else in the input).
 const COPIED: f64 = 2.0;
+/// The most bytes of copied data (and of `text`, and of `meta`) kept for the next call: more copied
+/// data is handed to JavaScript as it is (an external `ArrayBuffer`, no second copy); smaller, it
+/// is copied into a new `Buffer` and the allocation reused.
+const KEEP: usize = 64 * 1024;
 
 impl Batch {
     fn clear(&mut self) {
         self.meta.clear();
         self.copies.clear();
         self.text.clear();
+        if self.meta.capacity() > KEEP / 8 {
+            self.meta = Vec::new();
+        }
+        if self.copies.capacity() > KEEP {
+            self.copies = Vec::new();
+        }
+        if self.text.capacity() > KEEP {
+            self.text = String::new();
+        }
         self.units = 0;
         self.event = None;
         self.id = None;
     }
 
-    /// Where `bytes` (as text) is in `text`: the previous place when `last` holds the same bytes.
+    /// Where `bytes` (as text) is in `text`, put there unless `last` is the same bytes.
     fn string(
         text: &mut String,
         units: &mut usize,
-        last: &mut Option<(Bytes, f64, f64)>,
-        bytes: &Bytes,
+        last: &mut Option<Placed>,
+        bytes: &[u8],
     ) -> (f64, f64) {
-        if let Some((b, start, end)) = last
-            && b == bytes
+        if let Some(p) = last
+            && text.as_bytes()[p.bytes.0..p.bytes.1] == *bytes
         {
-            return (*start, *end);
+            return p.units;
         }
         let s = String::from_utf8_lossy(bytes);
         let n = if s.is_ascii() {
@@ -136,12 +155,15 @@ impl Batch {
         } else {
             s.encode_utf16().count()
         };
-        let start = *units as f64;
+        let at = text.len();
         text.push_str(&s);
+        let placed = Placed {
+            bytes: (at, text.len()),
+            units: (*units as f64, (*units + n) as f64),
+        };
         *units += n;
-        let end = *units as f64;
-        *last = Some((bytes.clone(), start, end));
-        (start, end)
+        *last = Some(placed);
+        placed.units
     }
 
     fn push(&mut self, e: &sse::Event, input: &Input<'_>) {
@@ -149,6 +171,7 @@ impl Batch {
             Some(at) => (at, 0.0),
             None => {
                 let at = self.copies.len();
+                self.copies.reserve(e.data.len());
                 for chunk in e.data.chunks() {
                     self.copies.extend_from_slice(chunk);
                 }
@@ -187,13 +210,18 @@ impl Batch {
     }
 
     /// The `Event[]` of the batch.
-    fn events<'env>(&self, env: &'env Env, input: &Input<'env>) -> Result<Unknown<'env>> {
+    fn events<'env>(&mut self, env: &'env Env, input: &Input<'env>) -> Result<Unknown<'env>> {
         debug_assert_eq!(self.meta.len() % FIELDS, 0);
         let build: Build<'env> = js::get(env, "events")?;
+        let copies = if self.copies.len() > KEEP {
+            BufferSlice::from_data(env, std::mem::take(&mut self.copies))?
+        } else {
+            BufferSlice::copy_from(env, &self.copies)?
+        };
         build.call(FnArgs::from((
             input.buffer,
             input.byte_offset as f64,
-            BufferSlice::copy_from(env, &self.copies)?.to_unknown(),
+            copies.to_unknown(),
             Float64ArraySlice::copy_from(env, &self.meta)?.to_unknown(),
             self.text.as_str(),
         )))
