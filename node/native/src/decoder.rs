@@ -212,6 +212,10 @@ impl Batch {
     /// The `Event[]` of the batch.
     fn events<'env>(&mut self, env: &'env Env, input: &Input<'env>) -> Result<Unknown<'env>> {
         debug_assert_eq!(self.meta.len() % FIELDS, 0);
+        if self.meta.is_empty() {
+            // Most chunks of a large event complete none: no call into JavaScript.
+            return Ok(env.create_array(0)?.to_unknown());
+        }
         let build: Build<'env> = js::get(env, "events")?;
         let copies = if self.copies.len() > KEEP {
             BufferSlice::from_data(env, std::mem::take(&mut self.copies))?
