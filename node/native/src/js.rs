@@ -10,8 +10,9 @@
 use napi::bindgen_prelude::{FromNapiValue, JsObjectValue, Object, ObjectRef, ValidateNapiValue};
 use napi::{Env, Error, Result};
 
-/// `{DecodeError, events}`.
-const SOURCE: &str = r#"({
+/// `{DecodeError, events}`. `Buffer` is taken once: Node's global `Buffer` is an accessor, which
+/// costs a call on every read.
+const SOURCE: &str = r#"((Buffer) => ({
   DecodeError: class DecodeError extends Error {
     get name() { return "DecodeError"; }
   },
@@ -53,7 +54,7 @@ const SOURCE: &str = r#"({
     }
     return out;
   },
-})"#;
+}))(Buffer)"#;
 
 /// The object `SOURCE` makes, for this environment.
 struct Scripts(ObjectRef<false>);
