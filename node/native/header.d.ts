@@ -12,7 +12,8 @@ export interface Event {
   /**
    * The `data` lines joined with LF. When the decoder kept the data as one slice of the chunk
    * just fed, a view of that chunk's memory (it shares its `ArrayBuffer`, as `Buffer#subarray`
-   * does): change the chunk and `data` changes. Otherwise a new `Buffer`.
+   * does): change the chunk and `data` changes. Otherwise a new `Buffer` of the decoder's own
+   * (the copied data of the events of one `feed` call share one new `ArrayBuffer`).
    */
   data: Buffer
   /** The event type from the `event` field; null when absent or empty (the type is `message`). */

@@ -246,3 +246,106 @@ test("no crash for random input", () => {
     d.finish();
   }
 });
+
+/** An event as plain values: [data as latin1 text, event, id, hasOwnId, retry]. */
+function plain(ev) {
+  return [Buffer.from(ev.data).toString("latin1"), ev.event, ev.id, ev.hasOwnId, ev.retry];
+}
+
+test("many events in one feed: views and copies, types, ids and retry in order", () => {
+  const big = "B".repeat(300); // at least the default copyBelow (256): a view of the chunk
+  const stream = Buffer.concat([
+    Buffer.from(`event: up\nid: 1\ndata: ${big}\n\n`),
+    Buffer.from("event: up\ndata: small\n\n"), // the same type again; the id inherited
+    Buffer.from("data: a\ndata: b\nretry: 250\n\n"), // joined lines: copied
+    Buffer.from("event: \u00e9t\u00e9\nid: \u65e5\u672c\ndata: x\ndata:\n\n"), // non-ASCII type and id
+    Buffer.from("event: \ud83d\ude00\nid: 2\ndata\ndata: y\n\n"), // a type of two UTF-16 units
+    Buffer.from("event: bad\xff\n", "latin1"), // invalid UTF-8: replaced
+    Buffer.from(`id: 3\ndata: ${big}!\n\n`),
+    Buffer.from("id\ndata: z\n\n"), // an empty id field: the id is reset
+    Buffer.from("data: w\n\n"),
+  ]);
+  const chunk = Buffer.concat([Buffer.from("pad"), stream]).subarray(3); // a view at an offset
+  const events = new Decoder().feed(chunk);
+  assert.deepEqual(events.map(plain), [
+    [big, "up", "1", true, null],
+    ["small", "up", "1", false, null],
+    ["a\nb", null, "1", false, 250],
+    ["x\n", "\u00e9t\u00e9", "\u65e5\u672c", true, null],
+    ["\ny", "\ud83d\ude00", "2", true, null],
+    [`${big}!`, "bad\ufffd", "3", true, null],
+    ["z", null, null, true, null],
+    ["w", null, null, false, null],
+  ]);
+  // One `data` line in the chunk: a view of it; lines joined: a copy.
+  for (const i of [0, 1, 5, 6, 7]) {
+    assert.equal(events[i].data.buffer, chunk.buffer, `event ${i} is a view of the chunk`);
+    assert.equal(events[i].data.byteOffset, chunk.byteOffset + stream.indexOf(events[i].data));
+  }
+  for (const i of [2, 3, 4]) {
+    assert.ok(Buffer.isBuffer(events[i].data));
+    assert.notEqual(events[i].data.buffer, chunk.buffer, `event ${i} is a copy`);
+  }
+  events[3].data.fill(0x2e); // copies do not overlap
+  assert.deepEqual(events.map((ev) => ev.data.toString()).slice(2, 5), ["a\nb", "..", "\ny"]);
+  chunk.fill(0);
+  assert.equal(events[2].data.toString(), "a\nb", "a copy is not the caller's memory");
+  assert.equal(events[1].data.toString(), "\0".repeat(5), "a view is");
+  assert.equal(events[0].data[0], 0, "a view is");
+});
+
+test("events across feeds: types and ids carried over, copies of earlier chunks", () => {
+  const d = new Decoder();
+  const first = d.feed(Buffer.from("event: t\nid: 7\ndata: one\n\nevent: t\ndata: tw"));
+  assert.deepEqual(first.map(plain), [["one", "t", "7", true, null]]);
+  const second = d.feed(Buffer.from("o\n\nevent: t\ndata: three\n\nid: 8\ndata: four\n\n"));
+  assert.deepEqual(second.map(plain), [
+    ["two", "t", "7", false, null],
+    ["three", "t", "7", false, null],
+    ["four", null, "8", true, null],
+  ]);
+  assert.deepEqual(d.feed(Buffer.from("data: five\n\n")).map(plain), [["five", null, "8", false, null]]);
+  assert.deepEqual(d.feed(Buffer.from(": nothing\n")), []);
+});
+
+test("many small events through every chunking agree with one feed", () => {
+  const parts = [];
+  for (let i = 0; i < 200; i++) {
+    const type = i % 7 === 0 ? "" : `event: ${["a", "b", "\u00fc"][i % 3]}\n`;
+    const id = i % 5 === 0 ? `id: ${i}\n` : "";
+    const data = "d".repeat(i % 3 === 0 ? 300 : i % 40);
+    parts.push(`${type}${id}data: ${data}\n${i % 11 === 0 ? "retry: 9\n" : ""}\n`);
+  }
+  const all = Buffer.from(parts.join(""));
+  const whole = new Decoder().feed(all).map(plain);
+  assert.equal(whole.length, 200);
+  for (const size of [1, 7, 64, 300, 4096]) {
+    const d = new Decoder();
+    const got = [];
+    for (let at = 0; at < all.length; at += size) got.push(...d.feed(all.subarray(at, at + size)).map(plain));
+    assert.deepEqual(got, whole, `chunks of ${size}`);
+  }
+  assert.deepEqual(whole[0], ["d".repeat(300), null, "0", true, 9]);
+  assert.deepEqual(whole[1], ["d", "b", "0", false, null]);
+  assert.deepEqual(whole[2], ["dd", "\u00fc", "0", false, null]);
+});
+
+test("a DecodeError carries the call's events, views and copies", () => {
+  const big = "V".repeat(300);
+  const chunk = Buffer.from(`event: e\nid: 1\ndata: ${big}\n\nid: 2\ndata: 012345\ndata: 6789A\n\nevent: f\ndata: ok\n\n`);
+  const fed = Buffer.concat([chunk, Buffer.from(`data: ${big}\ndata: x\n\n`)]);
+  try {
+    new Decoder({ maxEvent: 301 }).feed(fed);
+    assert.fail("no error");
+  } catch (e) {
+    assert.equal(e.kind, "event-too-large");
+    assert.deepEqual(e.events.map(plain), [
+      [big, "e", "1", true, null],
+      ["012345\n6789A", null, "2", true, null],
+      ["ok", "f", "2", false, null],
+    ]);
+    assert.equal(e.events[0].data.buffer, fed.buffer, "a view of the chunk");
+    assert.equal(e.events[0].data.byteOffset, fed.byteOffset + fed.indexOf(big));
+    assert.notEqual(e.events[1].data.buffer, e.events[0].data.buffer, "the joined lines are a copy");
+  }
+});

@@ -1,6 +1,8 @@
 //! `Decoder`: the WHATWG SSE decoder, events as plain objects (`Event` in header.d.ts).
 
-use napi::bindgen_prelude::{Object, TypedArray};
+use napi::bindgen_prelude::{
+    BufferSlice, Float64ArraySlice, FnArgs, Function, JsValue, Object, TypedArray, Unknown,
+};
 use napi::{Env, Result};
 use napi_derive::napi;
 use ssegate::contract::{
@@ -9,8 +11,9 @@ use ssegate::contract::{
 use ssegate::sse;
 
 use crate::errors;
+use crate::js;
 use crate::numbers::count;
-use crate::views::{Input, Views, input};
+use crate::views::{Input, input, offset_in};
 
 /// The decoder's limits (bytes); each defaults to the contract's (`contract.DEFAULT_MAX_*`).
 #[napi(object)]
@@ -73,22 +76,160 @@ pub(crate) fn partial<'env>(env: &'env Env, p: &sse::PartialEvent) -> Result<Obj
     Ok(o)
 }
 
-fn event<'env>(
-    views: &Views<'env>,
-    env: &'env Env,
-    e: &sse::Event,
-    input: &Input<'env>,
-) -> Result<Object<'env>> {
-    let mut o = Object::new(env)?;
-    o.set("data", views.data(&e.data, Some(input))?)?;
-    o.set("event", e.event.as_deref().map(lossy))?;
-    o.set(
-        "id",
-        (!e.last_event_id.is_empty()).then(|| lossy(&e.last_event_id)),
-    )?;
-    o.set("hasOwnId", e.has_own_id)?;
-    o.set("retry", e.retry.map(|r| r as f64))?;
-    Ok(o)
+/// The events of one `feed` call, laid out for `js`'s `events` (which makes the `Event` objects):
+/// FIELDS numbers per event in `meta`, the data that is not a view of the input in `copies`, the
+/// event types and ids as text in `text` (a type or id equal to the previous event's is not
+/// repeated). Kept by the decoder to reuse its allocations (up to `KEEP`).
+#[derive(Default)]
+struct Batch {
+    meta: Vec<f64>,
+    copies: Vec<u8>,
+    text: String,
+    /// `text`'s length in UTF-16 code units (JavaScript string indices).
+    units: usize,
+    /// The last type and the last id put in `text`.
+    event: Option<Placed>,
+    id: Option<Placed>,
+}
+
+/// A string in `Batch::text`: its bytes there, its UTF-16 indices.
+#[derive(Clone, Copy)]
+struct Placed {
+    bytes: (usize, usize),
+    units: (f64, f64),
+}
+
+/// `js`'s `events(buffer, byteOffset, copies, meta, text)`.
+type Build<'env> = Function<
+    'env,
+    FnArgs<(Unknown<'env>, f64, Unknown<'env>, Unknown<'env>, &'env str)>,
+    Unknown<'env>,
+>;
+
+/// Numbers per event in `Batch::meta`: data start, data length, flags, type start, type end, id
+/// start, id end, retry.
+const FIELDS: usize = 8;
+/// Flags: the event's block carried an `id` field.
+const OWN_ID: f64 = 1.0;
+/// Flags: the data is in `copies` (else in the input).
+const COPIED: f64 = 2.0;
+/// The most bytes of copied data (and of `text`, and of `meta`) kept for the next call: more copied
+/// data is handed to JavaScript as it is (an external `ArrayBuffer`, no second copy); smaller, it
+/// is copied into a new `Buffer` and the allocation reused.
+const KEEP: usize = 64 * 1024;
+
+impl Batch {
+    fn clear(&mut self) {
+        self.meta.clear();
+        self.copies.clear();
+        self.text.clear();
+        if self.meta.capacity() > KEEP / 8 {
+            self.meta = Vec::new();
+        }
+        if self.copies.capacity() > KEEP {
+            self.copies = Vec::new();
+        }
+        if self.text.capacity() > KEEP {
+            self.text = String::new();
+        }
+        self.units = 0;
+        self.event = None;
+        self.id = None;
+    }
+
+    /// Where `bytes` (as text) is in `text`, put there unless `last` is the same bytes.
+    fn string(
+        text: &mut String,
+        units: &mut usize,
+        last: &mut Option<Placed>,
+        bytes: &[u8],
+    ) -> (f64, f64) {
+        if let Some(p) = last
+            && text.as_bytes()[p.bytes.0..p.bytes.1] == *bytes
+        {
+            return p.units;
+        }
+        let s = String::from_utf8_lossy(bytes);
+        let n = if s.is_ascii() {
+            s.len()
+        } else {
+            s.encode_utf16().count()
+        };
+        let at = text.len();
+        text.push_str(&s);
+        let placed = Placed {
+            bytes: (at, text.len()),
+            units: (*units as f64, (*units + n) as f64),
+        };
+        *units += n;
+        *last = Some(placed);
+        placed.units
+    }
+
+    fn push(&mut self, e: &sse::Event, input: &Input<'_>) {
+        let (at, mut flags) = match offset_in(&e.data, &input.bytes) {
+            Some(at) => (at, 0.0),
+            None => {
+                let at = self.copies.len();
+                self.copies.reserve(e.data.len());
+                for chunk in e.data.chunks() {
+                    self.copies.extend_from_slice(chunk);
+                }
+                (at, COPIED)
+            }
+        };
+        if e.has_own_id {
+            flags += OWN_ID;
+        }
+        let (type_start, type_end) = match &e.event {
+            Some(t) if !t.is_empty() => {
+                Self::string(&mut self.text, &mut self.units, &mut self.event, t)
+            }
+            _ => (-1.0, -1.0),
+        };
+        let (id_start, id_end) = if e.last_event_id.is_empty() {
+            (-1.0, -1.0)
+        } else {
+            Self::string(
+                &mut self.text,
+                &mut self.units,
+                &mut self.id,
+                &e.last_event_id,
+            )
+        };
+        self.meta.extend_from_slice(&[
+            at as f64,
+            e.data.len() as f64,
+            flags,
+            type_start,
+            type_end,
+            id_start,
+            id_end,
+            e.retry.map_or(-1.0, |r| r as f64),
+        ]);
+    }
+
+    /// The `Event[]` of the batch.
+    fn events<'env>(&mut self, env: &'env Env, input: &Input<'env>) -> Result<Unknown<'env>> {
+        debug_assert_eq!(self.meta.len() % FIELDS, 0);
+        if self.meta.is_empty() {
+            // Most chunks of a large event complete none: no call into JavaScript.
+            return Ok(env.create_array(0)?.to_unknown());
+        }
+        let build: Build<'env> = js::get(env, "events")?;
+        let copies = if self.copies.len() > KEEP {
+            BufferSlice::from_data(env, std::mem::take(&mut self.copies))?
+        } else {
+            BufferSlice::copy_from(env, &self.copies)?
+        };
+        build.call(FnArgs::from((
+            input.buffer,
+            input.byte_offset as f64,
+            copies.to_unknown(),
+            Float64ArraySlice::copy_from(env, &self.meta)?.to_unknown(),
+            self.text.as_str(),
+        )))
+    }
 }
 
 /// Incremental SSE decoder (WHATWG "interpreting an event stream").
@@ -96,6 +237,7 @@ fn event<'env>(
 pub struct Decoder {
     inner: sse::Decoder,
     discarded: Option<sse::PartialEvent>,
+    batch: Batch,
 }
 
 #[napi]
@@ -107,6 +249,7 @@ impl Decoder {
         Ok(Decoder {
             inner: c.build(),
             discarded: None,
+            batch: Batch::default(),
         })
     }
 
@@ -114,22 +257,18 @@ impl Decoder {
     /// thrown as a `DecodeError` once the chunk is decoded (the decoder goes on from the next
     /// blank line); the error's `events` holds the events the same chunk completed.
     #[napi(ts_args_type = "chunk: Uint8Array", ts_return_type = "Event[]")]
-    pub fn feed<'env>(
-        &mut self,
-        env: &'env Env,
-        chunk: TypedArray<'env>,
-    ) -> Result<Vec<Object<'env>>> {
+    pub fn feed<'env>(&mut self, env: &'env Env, chunk: TypedArray<'env>) -> Result<Unknown<'env>> {
         let input = input(&chunk)?;
         self.inner.feed(input.bytes.clone());
-        let views = Views::new(env)?;
-        let mut events = Vec::new();
+        self.batch.clear();
         let mut errors = Vec::new();
         while let Some(next) = self.inner.next_event() {
             match next {
-                Ok(e) => events.push(event(&views, env, &e, &input)?),
+                Ok(e) => self.batch.push(&e, &input),
                 Err(e) => errors.push(e),
             }
         }
+        let events = self.batch.events(env, &input)?;
         if errors.is_empty() {
             Ok(events)
         } else {

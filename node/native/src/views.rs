@@ -22,8 +22,8 @@ use crate::numbers::invalid;
 pub(crate) struct Input<'env> {
     pub(crate) bytes: Bytes,
     /// The caller's `ArrayBuffer` (its `buffer` property) and where the chunk starts in it.
-    buffer: Unknown<'env>,
-    byte_offset: usize,
+    pub(crate) buffer: Unknown<'env>,
+    pub(crate) byte_offset: usize,
 }
 
 impl<'env> Input<'env> {
@@ -117,7 +117,7 @@ impl<'env> Views<'env> {
 
 /// Where `data` starts in `chunk`, when it is one slice of it (by address: `data` shares
 /// `chunk`'s memory).
-fn offset_in(data: &Data, chunk: &Bytes) -> Option<usize> {
+pub(crate) fn offset_in(data: &Data, chunk: &Bytes) -> Option<usize> {
     let [one] = data.segments() else { return None };
     let start = chunk.as_ptr() as usize;
     let at = (one.as_ptr() as usize).checked_sub(start)?;
