@@ -12,6 +12,7 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const http = require("node:http");
+const { Agent } = require("undici");
 const { Kit, SdkServer, sdkServerMissing, skipOrFail, pattern } = require("./kit.js");
 const mcp = require("../mcp.js");
 const { GuardedTransport, typed, OutcomeUnknown, Unavailable, ServerProtocol, Refused } = mcp;
@@ -27,9 +28,22 @@ test.before(async () => {
   };
 });
 
-/** A connected SDK Client over a new GuardedTransport (or `transport`). */
-async function connect(url, options = {}, transport = new GuardedTransport(url, options)) {
+/**
+ * A connected SDK Client over a new GuardedTransport. Each client has its own connection pool (the
+ * platform's `fetch` with its own undici Agent, closed with the client), as each process of a host
+ * has: the proxy's cut is armed for the next connection accepted, and a pool shared across clients
+ * would hand a new client an old connection (or one the proxy already closed).
+ */
+async function connect(url, options = {}) {
+  const agent = new Agent();
+  const fetch = (input, init) => globalThis.fetch(input, { ...init, dispatcher: agent });
+  const transport = new GuardedTransport(url, { fetch, ...options });
   const client = new sdk.Client({ name: "ssegate-node-tests", version: "0" });
+  const close = client.close.bind(client);
+  client.close = async () => {
+    await close();
+    await agent.destroy();
+  };
   await client.connect(transport);
   return { client, transport };
 }
