@@ -87,6 +87,29 @@ fn python_code(text: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// The code lines of a JavaScript file: `//` comments and `/* ... */` blocks (JSDoc) dropped.
+fn js_code(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if in_block {
+            in_block = !line.contains("*/");
+            continue;
+        }
+        if trimmed.starts_with("/*") {
+            in_block = !line.contains("*/");
+            continue;
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        let code = line.split(" // ").next().unwrap_or(line);
+        out.push((n + 1, code.to_owned()));
+    }
+    out
+}
+
 /// The words a surface reports, which must come from the library.
 fn words() -> Vec<&'static str> {
     let mut words: Vec<&'static str> = Vec::new();
@@ -227,9 +250,16 @@ fn no_surface_restates_the_contract() {
         let words: &[&str] = if stub { &[] } else { &words };
         found.extend(findings(&path, python_code(&text), words, &['"', '\'']));
     }
+    // The npm package's hand-written JavaScript (the rest is napi's generated loader).
+    for file in ["node/mcp.js", "node/bin/ssegate.js"] {
+        let path = root().join(file);
+        let text = fs::read_to_string(&path).expect("read");
+        found.extend(findings(&path, js_code(&text), &words, &['"', '\'', '`']));
+    }
     assert!(
         found.is_empty(),
-        "read these from ssegate::contract (Python: ssegate.contract) instead:\n{}",
+        "read these from ssegate::contract (Python: ssegate.contract, JavaScript: `contract` of \
+         the addon) instead:\n{}",
         found.join("\n")
     );
 }
@@ -270,5 +300,8 @@ fn the_scan_finds_what_it_looks_for() {
     }
     let py = "x = 1\n\"\"\"\n-32050 in a docstring\n\"\"\"\ny = -32051\nz = 'refused'  # a comment -32052\n";
     let found = findings(&root().join("x.py"), python_code(py), &words, &['"', '\'']);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    let js = "/**\n * -32050\n */\nconst a = -32051;\n// 'refused'\nconst b = `not-run`; // -32052\n";
+    let found = findings(&root().join("x.js"), js_code(js), &words, &['"', '\'', '`']);
     assert_eq!(found.len(), 2, "{found:#?}");
 }
