@@ -301,7 +301,8 @@ fn the_scan_finds_what_it_looks_for() {
     let py = "x = 1\n\"\"\"\n-32050 in a docstring\n\"\"\"\ny = -32051\nz = 'refused'  # a comment -32052\n";
     let found = findings(&root().join("x.py"), python_code(py), &words, &['"', '\'']);
     assert_eq!(found.len(), 2, "{found:#?}");
-    let js = "/**\n * -32050\n */\nconst a = -32051;\n// 'refused'\nconst b = `not-run`; // -32052\n";
+    let js =
+        "/**\n * -32050\n */\nconst a = -32051;\n// 'refused'\nconst b = `not-run`; // -32052\n";
     let found = findings(&root().join("x.js"), js_code(js), &words, &['"', '\'', '`']);
     assert_eq!(found.len(), 2, "{found:#?}");
 }
