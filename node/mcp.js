@@ -475,8 +475,11 @@ class Drive {
     let parsed;
     let kind = null;
     try {
-      // The engine gated these bytes as one complete JSON value.
-      parsed = JSON.parse(out.message.toString("utf8"));
+      // The engine gated these bytes as one complete JSON value. The bytes are let go of before
+      // the text is parsed, so that a large message is held twice at most (text and parsed).
+      const text = out.message.toString("utf8");
+      out.message = null;
+      parsed = JSON.parse(text);
       kind = messageKind(parsed);
     } catch {
       kind = null;

@@ -27,12 +27,13 @@ const PEAK = path.join(__dirname, "peak.mjs");
 // 149 MiB, 5.7 to 9.3 x. The bound leaves about 40 MiB of margin above the highest.
 const BOUND = 12 * SIZE;
 
-// Not so here: GuardedTransport's median peak is about 25 MiB (1.5 x the result) above the SDK
-// transport's (about 140 against 115 MiB). Before the text is made, the engine's buffer of the
-// event and the Buffer handed to JavaScript are 2 x the result (the addon's Decoder alone peaks
-// 32 MiB over its baseline on one 16 MiB event); the SDK's parser holds the text as it decodes
-// it. Reported as a todo (run, printed, not failing the suite) until the copy is removed.
-const KNOWN_ABOVE = "GuardedTransport peaks about 1.5 x the result above the SDK's transport";
+// Against the SDK's own transport: GuardedTransport's median peak is higher, by about 1.5 to 2.5 x
+// the result (about 140 against 110 MiB). The socket's chunks and the two strings are the same in
+// both; ours adds the engine's copy of the event (kept as slices of the chunks fed, which the
+// addon copies on the way in) and the one contiguous Buffer it joins them into for JavaScript, 2 x
+// the result, held together for a moment before the text is made. Checked as such: no more than 3
+// x the result above the SDK transport's median, so that a third copy cannot slip in unnoticed.
+const ABOVE_SDK = 3 * SIZE;
 
 /** One child process: its report, with `growth` (bytes over the baseline) when the call worked. */
 function peak(transport, url) {
@@ -89,9 +90,10 @@ test("the peak memory of a 16 MiB result is bounded, and compared with the SDK t
         `(${runs.guarded.map((r) => mib(r.growth)).join(", ")}), ` +
         `SDK transport ${mib(theirs)} (${runs.sdk.map((r) => mib(r.growth)).join(", ")})`,
     );
-    await t.test("GuardedTransport peaks below the SDK's own transport", { todo: KNOWN_ABOVE }, () => {
-      assert.ok(ours < theirs, `GuardedTransport ${mib(ours)}, the SDK's transport ${mib(theirs)}`);
-    });
+    assert.ok(
+      ours <= theirs + ABOVE_SDK,
+      `GuardedTransport ${mib(ours)}, the SDK's transport ${mib(theirs)}: more than ${mib(ABOVE_SDK)} above it`,
+    );
   } finally {
     await kit.stop();
   }
