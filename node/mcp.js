@@ -500,8 +500,16 @@ class Drive {
   }
 }
 
-/** The `authProvider`'s sign-in or refresh failed, or needs the user (not a network failure). */
-class SignInFailed extends Error {}
+/**
+ * The `authProvider`'s sign-in or refresh failed, or needs the user (`userMustSignIn`: the cause
+ * is the SDK's `UnauthorizedError`, which the application's sign-in flow catches).
+ */
+class SignInFailed extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.userMustSignIn = false;
+  }
+}
 
 // ---- the transport -------------------------------------------------------------------------------
 
@@ -629,7 +637,9 @@ class GuardedTransport {
       // The user is asked (`redirectToAuthorization`): as the SDK's own transport, the request
       // fails with the SDK's UnauthorizedError; `finishAuth(code)` completes the sign-in.
       const error = new sdk.UnauthorizedError("the user must sign in (authProvider.redirectToAuthorization was called)");
-      throw new SignInFailed(error.message, { cause: error });
+      const failed = new SignInFailed(error.message, { cause: error });
+      failed.userMustSignIn = true;
+      throw failed;
     }
   }
 
@@ -706,7 +716,7 @@ class GuardedTransport {
       response = await this._fetchAuthed("POST", POST_HEADERS, JSON.stringify(message), controller.signal);
     } catch (error) {
       if (error instanceof SignInFailed) {
-        if (error.cause?.name === "UnauthorizedError") throw error.cause;
+        if (error.userMustSignIn) throw error.cause;
         throw thrown(method, KIND.AUTH, OUTCOME.NOT_RUN, error.message);
       }
       if (neverConnected(error)) throw thrown(method, KIND.UNREACHABLE, OUTCOME.NOT_RUN, described(error));
@@ -744,11 +754,10 @@ class GuardedTransport {
     } catch (error) {
       if (request.answered) return null;
       if (error instanceof SignInFailed) {
-        const cause = error.cause;
         // The SDK's own flow: the user must sign in; the caller catches UnauthorizedError.
-        if (cause?.name === "UnauthorizedError") {
+        if (error.userMustSignIn) {
           request.settle();
-          throw cause;
+          throw error.cause;
         }
         request.fail(KIND.AUTH, OUTCOME.NOT_RUN, error.message);
         return null;

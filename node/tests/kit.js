@@ -109,6 +109,8 @@ class Kit {
     kit.url = hello.url;
     kit.serverUrl = hello.server;
     kit.proxyUrl = hello.proxy;
+    // With `auth: true`: issuer, metadata, protected, resource_metadata, redirect_uris.
+    kit.auth = hello.auth ?? null;
     kit.cache = new Map();
     return kit;
   }
