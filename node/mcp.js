@@ -614,6 +614,17 @@ class GuardedTransport {
     return headers;
   }
 
+  /** The options of the SDK's `auth()`: this server, what its challenge named, this `fetch`. */
+  _authOptions(extra = {}) {
+    return {
+      serverUrl: this._url,
+      resourceMetadataUrl: this._resourceMetadataUrl,
+      scope: this._scope,
+      fetchFn: (input, init) => this._fetch(input, { ...this._requestInit, ...init }),
+      ...extra,
+    };
+  }
+
   /** Runs the SDK's `auth()` for the `authProvider`; throws `SignInFailed` unless authorized. */
   async _signIn(response) {
     const sdk = await import("@modelcontextprotocol/sdk/client/auth.js");
@@ -624,12 +635,7 @@ class GuardedTransport {
     }
     let result;
     try {
-      result = await sdk.auth(this._authProvider, {
-        serverUrl: this._url,
-        resourceMetadataUrl: this._resourceMetadataUrl,
-        scope: this._scope,
-        fetchFn: (input, init) => this._fetch(input, { ...this._requestInit, ...init }),
-      });
+      result = await sdk.auth(this._authProvider, this._authOptions());
     } catch (error) {
       throw new SignInFailed(`the sign-in failed: ${described(error)}`, { cause: error });
     }
@@ -934,13 +940,7 @@ class GuardedTransport {
   async finishAuth(authorizationCode) {
     if (!this._authProvider) throw new Error("finishAuth needs an authProvider");
     const sdk = await import("@modelcontextprotocol/sdk/client/auth.js");
-    const result = await sdk.auth(this._authProvider, {
-      serverUrl: this._url,
-      authorizationCode,
-      resourceMetadataUrl: this._resourceMetadataUrl,
-      scope: this._scope,
-      fetchFn: (input, init) => this._fetch(input, { ...this._requestInit, ...init }),
-    });
+    const result = await sdk.auth(this._authProvider, this._authOptions({ authorizationCode }));
     if (result !== "AUTHORIZED") throw new sdk.UnauthorizedError("Failed to authorize");
   }
 }
