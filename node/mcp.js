@@ -322,6 +322,10 @@ class Drive {
     this.signal = signal;
     this.onresumptiontoken = onresumptiontoken;
     this.pending = null;
+    /** A resumed request's stream: its first response is the answer, whatever its id. */
+    this.adoptsResponse = false;
+    /** The resume token last given to `onresumptiontoken`. */
+    this.token = null;
   }
 
   async run(response) {
@@ -437,11 +441,13 @@ class Drive {
   /** One output of the engine; true when the stream is done with. */
   handle(out) {
     switch (out.kind) {
-      case "deliver":
-        this.deliver(out);
-        return false;
+      case "deliver": {
+        const done = this.deliver(out);
+        this.cursorMoved(out.eventId);
+        return done;
+      }
       case "cursor":
-        this.onresumptiontoken?.(out.cursor.toString("latin1"));
+        this.cursorMoved(out.cursor);
         return false;
       case "finished":
         return true;
@@ -467,11 +473,26 @@ class Drive {
     }
   }
 
+  /** Tells the SDK's `onresumptiontoken` each new resume cursor (an event id). */
+  cursorMoved(id) {
+    if (id === null || this.onresumptiontoken === undefined) return;
+    const token = id.toString("latin1");
+    if (token === this.token) return;
+    this.token = token;
+    this.onresumptiontoken(token);
+  }
+
+  /** Hands a message on; true when it answered a resumed request (then the stream is done with). */
   deliver(out) {
     const request = this.request;
     // The engine delivers one response per request id: a message with this request's id is its
-    // answer (a notification has no id).
-    const answers = request !== null && out.rpcId !== null && sameId(out.rpcId, request.id);
+    // answer (a notification has no id). A resumed request's answer carries the id of the request
+    // that opened the stream, which the application resent under another: the first response is
+    // its answer.
+    const answers =
+      request !== null &&
+      out.rpcId !== null &&
+      (this.adoptsResponse ? out.rpcKind === "response" : sameId(out.rpcId, request.id));
     let parsed;
     let kind = null;
     try {
@@ -488,15 +509,16 @@ class Drive {
       const reason = "an event's data is not a JSON-RPC message";
       if (answers) request.fail(KIND.PROTOCOL, OUTCOME.UNKNOWN, `the answer is not a JSON-RPC message`);
       else this.transport._error(new Error(reason));
-      return;
+      return answers;
     }
     if (answers && (kind === "response" || kind === "error")) {
       // As the SDK does: the answer carries the id the request was sent with.
       parsed.id = request.id;
       request.answer(parsed);
-    } else {
-      this.transport._deliver(parsed);
+      return this.adoptsResponse;
     }
+    this.transport._deliver(parsed);
+    return false;
   }
 }
 
@@ -878,10 +900,14 @@ class GuardedTransport {
    * A request the application resumes from a token it kept (`resumptionToken`): `GET` with
    * `Last-Event-ID`, read by the engine like any other stream, within the deadline. The engine
    * did not see the stream the token came from, so the replay's first event is taken as the
-   * server sends it; every later cut is guarded as usual.
+   * server sends it; every later cut is guarded as usual. The replay answers the request that
+   * opened the stream, under that request's id: its first response is this request's answer (as
+   * the SDK's own transport takes it), and the stream is let go of then.
    */
   async _resume(request, options) {
-    const drive = new Drive(this, this._stream(request), request, request.signal, options.onresumptiontoken);
+    const stream = new ResumableStream({ ...this._streamOptions, resumable: !this._stateless(), keepOpen: true });
+    const drive = new Drive(this, stream, request, request.signal, options.onresumptiontoken);
+    drive.adoptsResponse = true;
     let response;
     try {
       response = await this._get(Buffer.from(options.resumptionToken, "latin1"), request.signal);

@@ -161,6 +161,29 @@ test("progress notifications reach the callback before the result", () =>
     await client.close();
   }));
 
+test("a request resumed from a token the application kept: answered by the replay, not run again", () =>
+  withKit("buffered", {}, async (kit) => {
+    const { client } = await connect(kit.url);
+    const params = { name: "big_result", arguments: { size: 200_000, seed: 8 } };
+    const tokens = [];
+    const first = await client.request({ method: "tools/call", params }, sdk.CallToolResultSchema, {
+      onresumptiontoken: (token) => tokens.push(token),
+    });
+    assert.ok(tokens.length >= 2, `tokens: ${tokens}`);
+    // From the first token (the priming event) the server replays the rest of that stream, whose
+    // response answers the first request's id: the transport gives it to this request.
+    const resumed = await client.request({ method: "tools/call", params }, sdk.CallToolResultSchema, {
+      resumptionToken: tokens[0],
+    });
+    const expected = await kit.expectedText(200_000, 8);
+    assert.ok(first.content[0].text === expected, "the first answer");
+    assert.ok(resumed.content[0].text === expected, "the resumed answer");
+    const stats = await kit.stats();
+    assert.equal(stats.calls, 1, "the resumed request was not run again");
+    assert.equal(stats.replays, 1);
+    await client.close();
+  }));
+
 test("a 2026-07-28 server's cut answer is OutcomeUnknown and never resumed", () =>
   withKit("stateless", { proxy: true }, async (kit) => {
     // The SDK's Client negotiates 2025 revisions only; the transport is driven by hand here, as a
