@@ -483,7 +483,11 @@ class _GuardedHTTP(_sdk.Transport):
         await self._within_deadline(request, lambda: self._resume(ctx, request, token))
 
     async def _resume(self, ctx: RequestContext, request: _Request, token: str) -> None:
-        drive = _Drive(self, self._stream(request), ctx.client, ctx.read_stream_writer, request, ctx.metadata)
+        # The replay answers the request that opened the stream, under that request's id: its
+        # first response is this request's answer, and the stream is let go of then.
+        stream = ResumableStream(resumable=not self._modern(), keep_open=True, **self._stream_options)
+        drive = _Drive(self, stream, ctx.client, ctx.read_stream_writer, request, ctx.metadata)
+        drive.adopts_response = True
         try:
             response = await drive.get(token.encode("latin-1"))
         except httpx2.TransportError as exc:
@@ -507,6 +511,8 @@ class _GuardedHTTP(_sdk.Transport):
 
 _DONE = object()
 _ENDED = object()
+# The word of `Deliver.rpc_kind` for a response (a result or an error; `contract.RPC_KINDS`).
+_RESPONSE = "response"
 
 
 class _Drive:
@@ -529,6 +535,8 @@ class _Drive:
         self.metadata = metadata
         self.cursor: bytes | None = None
         self.pending: Reconnect | None = None
+        # A resumed request's stream: its first response is the answer, whatever its id.
+        self.adopts_response = False
 
     async def get(self, last_event_id: bytes | None) -> httpx2.Response:
         """`GET` on the session, with `Last-Event-ID` when there is one."""
@@ -656,8 +664,7 @@ class _Drive:
     async def handle(self, out: Output) -> bool:
         """One output of the engine; True when the stream is done with."""
         if isinstance(out, Deliver):
-            await self.deliver(out)
-            return False
+            return await self.deliver(out)
         if isinstance(out, Finished):
             return True
         if isinstance(out, Failed):
@@ -675,13 +682,18 @@ class _Drive:
             logger.warning("an event was dropped: %s", out.reason)
         return False
 
-    async def deliver(self, out: Deliver) -> None:
+    async def deliver(self, out: Deliver) -> bool:
+        """Hands a message on; True when it answered a resumed request (the stream is done with)."""
         # One copy, into what pydantic parses; the engine has already gated it as one JSON value.
         data = bytes(out.message)
         request = self.request
         # The engine delivers one response per request id: a message with this request's id is
-        # its answer (a notification has no id).
-        answers = request is not None and out.rpc_id is not None and out.rpc_id == request.id
+        # its answer (a notification has no id). A resumed request's answer carries the id of the
+        # request that opened the stream: the first response is its answer, as the SDK takes it.
+        if self.adopts_response:
+            answers = request is not None and out.rpc_id is not None and out.rpc_kind == _RESPONSE
+        else:
+            answers = request is not None and out.rpc_id is not None and out.rpc_id == request.id
         try:
             parsed = jsonrpc_message_adapter.validate_json(data, by_name=False)
         except ValueError as exc:
@@ -689,13 +701,15 @@ class _Drive:
             if request is not None and answers:
                 reason = f"the answer is not a JSON-RPC message the SDK takes: {exc}"
                 await request.fail(Kind.PROTOCOL, Outcome.UNKNOWN, reason)
-            else:
-                await self.writer.send(exc)
-            return
+                return self.adopts_response
+            await self.writer.send(exc)
+            return False
+        done = False
         if request is not None and answers and isinstance(parsed, JSONRPCResponse | JSONRPCError):
             # As the SDK does: the answer carries the id the request was sent with.
             parsed.id = request.id
             await request.answer(parsed)
+            done = self.adopts_response
         else:
             await self.writer.send(SessionMessage(parsed))
         cursor = self.stream.cursor
@@ -703,6 +717,7 @@ class _Drive:
             self.cursor = cursor
             if self.metadata.on_resumption_token_update is not None:
                 await self.metadata.on_resumption_token_update(cursor.decode("latin-1"))
+        return done
 
 
 def _checked_timeout(timeout: float | None) -> float | None:

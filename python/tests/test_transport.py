@@ -174,6 +174,42 @@ async def test_client_session_over_the_transports_streams(testkit) -> None:
     assert kit.stats()["calls"] == 1
 
 
+async def test_a_request_resumed_from_a_kept_token_takes_the_replay_and_runs_once(testkit) -> None:
+    """`resumption_token`: the replay from the first token answers the request that opened the
+    stream, under its id; the transport gives that answer to the resumed request (as the SDK's own
+    transport does), and the server does not run the tool again."""
+    from mcp import ClientSession
+    from mcp.shared.message import ClientMessageMetadata
+    from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
+
+    kit = testkit(mode="buffered")
+    request = CallToolRequest(params=CallToolRequestParams(name="big_result", arguments={"size": 200_000, "seed": 8}))
+    tokens: list[str] = []
+
+    async def kept(token: str) -> None:
+        tokens.append(token)
+
+    async with (
+        GuardedTransport(kit.url) as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream) as session,
+    ):
+        await session.initialize()
+        first = await session.send_request(
+            request, CallToolResult, metadata=ClientMessageMetadata(on_resumption_token_update=kept)
+        )
+        assert len(tokens) >= 2, tokens
+        with anyio.fail_after(30):
+            resumed = await session.send_request(
+                request, CallToolResult, metadata=ClientMessageMetadata(resumption_token=tokens[0])
+            )
+    expected = kit.expected_text(200_000, 8)
+    assert text_of(first) == expected
+    assert text_of(resumed) == expected
+    stats = kit.stats()
+    assert stats["calls"] == 1, f"the resumed request was not run again: {stats}"
+    assert stats["replays"] == 1
+
+
 async def test_progress_notifications_reach_the_callback_before_the_result(testkit) -> None:
     """Messages on a response stream other than the response (progress) are delivered too, in
     order, across a cut resumed in place."""
