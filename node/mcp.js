@@ -59,6 +59,9 @@ class ServerProtocol extends GuardedError {}
 /** -32053: the answer's stream was refused: it could not be resumed as the same stream. */
 class Refused extends GuardedError {}
 
+/** Each code's message, by code. */
+const MESSAGES = new Map(contract.codes.map((c) => [c.value, c.message]));
+
 const CLASSES = new Map([
   [CODE.OUTCOME_UNKNOWN.value, OutcomeUnknown],
   [CODE.UNAVAILABLE.value, Unavailable],
@@ -75,8 +78,7 @@ function typed(error) {
   if (error instanceof GuardedError || error === null || typeof error !== "object") return error;
   const Class = CLASSES.get(error.code);
   if (Class === undefined) return error;
-  const known = contract.codes.find((c) => c.value === error.code);
-  return new Class(error.code, known.message, error.data, { cause: error });
+  return new Class(error.code, MESSAGES.get(error.code), error.data, { cause: error });
 }
 
 // ---- small helpers -------------------------------------------------------------------------------
@@ -110,21 +112,6 @@ function isAbort(error, signal) {
   return signal.aborted || error?.name === "AbortError";
 }
 
-/** Waits `seconds` (at least 0); resolves early, with false, when `signal` aborts. */
-function sleep(seconds, signal) {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const done = (value) => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
-      resolve(value);
-    };
-    const onAbort = () => done(false);
-    const timer = setTimeout(() => done(true), Math.max(0, seconds) * 1000);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 /** A value `race` gives when the timer won. */
 const TIMER = Symbol("timer");
 
@@ -148,8 +135,44 @@ function race(promise, seconds, signal) {
   });
 }
 
+/** Waits `seconds` (at least 0); false when `signal` aborted the wait. */
+async function sleep(seconds, signal) {
+  await race(new Promise(() => {}), seconds, signal);
+  return !signal.aborted;
+}
+
+/**
+ * An `AbortController` linked to `outer` (aborted with it), with a deadline of `seconds` (none
+ * when null) that calls `onExpire` (by default, aborts). `dispose()` clears the timer and the link.
+ */
+class Linked {
+  constructor(outer, seconds, onExpire) {
+    this.controller = new AbortController();
+    this.signal = this.controller.signal;
+    this.outer = outer;
+    this.abort = () => this.controller.abort();
+    this.timer = null;
+    if (outer.aborted) this.abort();
+    else outer.addEventListener("abort", this.abort, { once: true });
+    if (seconds !== null) {
+      this.timer = setTimeout(onExpire ?? this.abort, seconds * 1000);
+      this.timer.unref?.();
+    }
+  }
+
+  dispose() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.outer.removeEventListener("abort", this.abort);
+  }
+}
+
 function mediaType(response) {
   return (response.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+}
+
+/** Whether `response` is an event stream (a `GET`'s answer to read). */
+function isEventStream(response) {
+  return response.status === 200 && mediaType(response) === "text/event-stream";
 }
 
 /** Drops a response's body without reading it. */
@@ -236,20 +259,9 @@ class Pending {
     this.id = message.id;
     this.method = message.method;
     this.answered = false;
-    this.controller = new AbortController();
-    this.signal = this.controller.signal;
-    this.timer = null;
-    const outer = transport._controller.signal;
-    if (outer.aborted) this.controller.abort();
-    else {
-      this.unlink = () => this.controller.abort();
-      outer.addEventListener("abort", this.unlink, { once: true });
-    }
     const timeout = transport._options.timeout;
-    if (timeout !== null) {
-      this.timer = setTimeout(() => this.expire(timeout), timeout * 1000);
-      this.timer.unref?.();
-    }
+    this.link = new Linked(transport._controller.signal, timeout, () => this.expire(timeout));
+    this.signal = this.link.signal;
   }
 
   expire(timeout) {
@@ -272,10 +284,9 @@ class Pending {
   /** Done: no answer will be handed on; the deadline is cleared and the connections dropped. */
   settle() {
     this.answered = true;
-    if (this.timer !== null) clearTimeout(this.timer);
     this.transport._pending.delete(this);
-    if (this.unlink) this.transport._controller.signal.removeEventListener("abort", this.unlink);
-    this.controller.abort();
+    this.link.dispose();
+    this.link.abort();
   }
 }
 
@@ -289,16 +300,14 @@ function errorData(method, kind, outcome, reason, extra) {
 /** The contract's error answering request `id`, a `method` request. */
 function errorMessage(id, method, kind, outcome, reason, extra) {
   const code = codeFor(method, kind, outcome);
-  const { message } = contract.codes.find((c) => c.value === code);
-  return { jsonrpc: "2.0", id, error: { code, message, data: errorData(method, kind, outcome, reason, extra) } };
+  const data = errorData(method, kind, outcome, reason, extra);
+  return { jsonrpc: "2.0", id, error: { code, message: MESSAGES.get(code), data } };
 }
 
 /** The typed error thrown for a message that is not a request (nothing to answer). */
 function thrown(method, kind, outcome, reason, extra = {}) {
-  const code = codeFor(method, kind, outcome);
-  const { message } = contract.codes.find((c) => c.value === code);
-  const Class = CLASSES.get(code);
-  return new Class(code, `${message}: ${reason}`, errorData(method, kind, outcome, reason, extra));
+  const { error } = errorMessage(null, method, kind, outcome, reason, extra);
+  return new (CLASSES.get(error.code))(error.code, `${error.message}: ${reason}`, error.data);
 }
 
 // ---- driving one stream over its connections -----------------------------------------------------
@@ -733,28 +742,23 @@ class GuardedTransport {
    */
   async _message(message, kind) {
     const method = message.method ?? "(response)";
-    const controller = new AbortController();
-    const outer = this._controller.signal;
-    const abort = () => controller.abort();
-    outer.addEventListener("abort", abort, { once: true });
     const timeout = this._options.timeout;
-    const timer = timeout === null ? null : setTimeout(abort, timeout * 1000);
+    const link = new Linked(this._controller.signal, timeout);
     let response;
     try {
-      response = await this._fetchAuthed("POST", POST_HEADERS, JSON.stringify(message), controller.signal);
+      response = await this._fetchAuthed("POST", POST_HEADERS, JSON.stringify(message), link.signal);
     } catch (error) {
       if (error instanceof SignInFailed) {
         if (error.userMustSignIn) throw error.cause;
         throw thrown(method, KIND.AUTH, OUTCOME.NOT_RUN, error.message);
       }
       if (neverConnected(error)) throw thrown(method, KIND.UNREACHABLE, OUTCOME.NOT_RUN, described(error));
-      if (controller.signal.aborted && !outer.aborted) {
+      if (link.signal.aborted && !link.outer.aborted) {
         throw thrown(method, KIND.TIMEOUT, OUTCOME.UNKNOWN, `no answer within ${timeout} s; the connection was dropped`);
       }
       throw thrown(method, KIND.HTTP, OUTCOME.UNKNOWN, described(error));
     } finally {
-      if (timer !== null) clearTimeout(timer);
-      outer.removeEventListener("abort", abort);
+      link.dispose();
     }
     discard(response);
     if (response.status >= 300) {
@@ -917,7 +921,7 @@ class GuardedTransport {
       request.fail(kind, OUTCOME.UNKNOWN, `the resumption GET failed: ${error instanceof SignInFailed ? error.message : described(error)}`);
       return null;
     }
-    if (response.status !== 200 || mediaType(response) !== "text/event-stream") {
+    if (!isEventStream(response)) {
       discard(response);
       const reason = `the resumption GET was answered ${response.status} (${response.headers.get("content-type") ?? "(none)"}), not with the stream`;
       request.fail(KIND.STATUS, OUTCOME.UNKNOWN, reason, { status: response.status });
@@ -940,7 +944,7 @@ class GuardedTransport {
         if (!isAbort(error, signal)) this._debug(`no GET stream: ${described(error)}`);
         return;
       }
-      if (response.status !== 200 || mediaType(response) !== "text/event-stream") {
+      if (!isEventStream(response)) {
         // 405: the server offers no GET stream.
         this._debug(`no GET stream: ${response.status}`);
         discard(response);

@@ -226,29 +226,31 @@ test("a 2026-07-28 server's cut answer is OutcomeUnknown and never resumed", () 
 
 // ---- the official TypeScript SDK's server ------------------------------------------------------------
 
-test("the TS SDK's server gives 4 MiB, 2 MiB and tiny results intact", async (t) => {
+/** Runs `fn(server)` against the TS SDK's server (interop/ts), stopped afterwards. */
+async function withSdkServer(t, fn) {
   const missing = sdkServerMissing();
   if (missing) return skipOrFail(t, missing);
   const server = await SdkServer.start();
   try {
+    return await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+test("the TS SDK's server gives 4 MiB, 2 MiB and tiny results intact", (t) =>
+  withSdkServer(t, async (server) => {
     const { client } = await connect(server.url);
     for (const size of [4 * MIB, 2 * MIB, 10]) {
       const result = await client.callTool({ name: "big_result", arguments: { size } });
       assert.ok(result.content[0].text === pattern(size), `${size} bytes: not the server's content`);
     }
     await client.close();
-  } finally {
-    await server.stop();
-  }
-});
+  }));
 
-test("the TS SDK's server through a proxy that cuts mid-event: intact or typed, never a hang", async (t) => {
-  const missing = sdkServerMissing();
-  if (missing) return skipOrFail(t, missing);
-  const server = await SdkServer.start();
-  try {
-    const upstream = new URL(server.url).host;
-    await withKit("buffered", { upstream }, async (kit) => {
+test("the TS SDK's server through a proxy that cuts mid-event: intact or typed, never a hang", (t) =>
+  withSdkServer(t, (server) =>
+    withKit("buffered", { upstream: new URL(server.url).host }, async (kit) => {
       let intact = 0;
       for (const offset of [3_000, 1_000_000, 2_500_000, 4_000_000]) {
         await kit.cut(offset);
@@ -266,11 +268,8 @@ test("the TS SDK's server through a proxy that cuts mid-event: intact or typed, 
       assert.equal(await kit.cuts(), 4);
       // The SDK server's event store holds every event it sent: each cut resumes in place.
       assert.equal(intact, 4);
-    });
-  } finally {
-    await server.stop();
-  }
-});
+    }),
+  ));
 
 // ---- a scripted server: answers a server should not give ---------------------------------------------
 
