@@ -45,15 +45,19 @@ fn files(dir: &str, exts: &[&str]) -> Vec<PathBuf> {
     out
 }
 
-/// The code lines of a Rust file: up to its first `#[cfg(test)]` (a file of tests starts with
-/// `#![cfg(test)]`), comments dropped.
-fn rust_code(text: &str) -> Vec<(usize, String)> {
+/// The code lines of a file with `//` and `/* ... */` comments (Rust, JavaScript), comments
+/// dropped, up to the first line `stop` accepts.
+fn slash_code(text: &str, stop: impl Fn(&str) -> bool) -> Vec<(usize, String)> {
     let mut out = Vec::new();
+    let mut in_block = false;
     for (n, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
-        // A test module, inline or a file of its own (`#![cfg(test)]` at its top).
-        if trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#![cfg(test)]") {
+        if stop(trimmed) {
             break;
+        }
+        if in_block || trimmed.starts_with("/*") {
+            in_block = !line.contains("*/");
+            continue;
         }
         if trimmed.starts_with("//") {
             continue;
@@ -62,6 +66,19 @@ fn rust_code(text: &str) -> Vec<(usize, String)> {
         out.push((n + 1, code.to_owned()));
     }
     out
+}
+
+/// The code lines of a Rust file: up to its first `#[cfg(test)]` (a file of tests starts with
+/// `#![cfg(test)]`), comments dropped.
+fn rust_code(text: &str) -> Vec<(usize, String)> {
+    slash_code(text, |line| {
+        line.starts_with("#[cfg(test)]") || line.starts_with("#![cfg(test)]")
+    })
+}
+
+/// The code lines of a JavaScript file: comments (JSDoc included) dropped.
+fn js_code(text: &str) -> Vec<(usize, String)> {
+    slash_code(text, |_| false)
 }
 
 /// The code lines of a Python file or stub: comments and triple-quoted strings dropped.
@@ -82,29 +99,6 @@ fn python_code(text: &str) -> Vec<(usize, String)> {
         if code.trim_start().starts_with('#') {
             continue;
         }
-        out.push((n + 1, code.to_owned()));
-    }
-    out
-}
-
-/// The code lines of a JavaScript file: `//` comments and `/* ... */` blocks (JSDoc) dropped.
-fn js_code(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut in_block = false;
-    for (n, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        if in_block {
-            in_block = !line.contains("*/");
-            continue;
-        }
-        if trimmed.starts_with("/*") {
-            in_block = !line.contains("*/");
-            continue;
-        }
-        if trimmed.starts_with("//") {
-            continue;
-        }
-        let code = line.split(" // ").next().unwrap_or(line);
         out.push((n + 1, code.to_owned()));
     }
     out
